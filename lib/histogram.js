@@ -1,0 +1,55 @@
+'use strict';
+
+/**
+ * A cumulative explicit-bucket histogram in base units: the shape Prometheus and OTLP both
+ * export. `counts[i]` counts observations v with bounds[i-1] < v <= bounds[i]; the last slot is
+ * the overflow (+Inf) bucket.
+ */
+class Histogram {
+  /** @param {readonly number[]} bounds ascending upper bounds */
+  constructor(bounds) {
+    this.bounds = bounds;
+    this.counts = new Array(bounds.length + 1).fill(0);
+    this.sum = 0;
+    this.count = 0;
+  }
+
+  /**
+   * Record one observation.
+   * @param {number} value
+   * @param {number} [times] how many observations of this value (default 1)
+   */
+  observe(value, times = 1) {
+    this.counts[bucketIndex(this.bounds, value)] += times;
+    this.sum += value * times;
+    this.count += times;
+  }
+
+  /** @returns {{bounds: readonly number[], counts: number[], sum: number, count: number}} a frozen copy */
+  snapshot() {
+    return Object.freeze({
+      bounds: this.bounds,
+      counts: Object.freeze(this.counts.slice()),
+      sum: this.sum,
+      count: this.count,
+    });
+  }
+}
+
+/**
+ * Index of the bucket a value falls in (binary search; bounds are few but this runs per lookup).
+ * @param {readonly number[]} bounds
+ * @param {number} value
+ */
+function bucketIndex(bounds, value) {
+  let lo = 0;
+  let hi = bounds.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (value <= bounds[mid]) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+module.exports = { Histogram, bucketIndex };

@@ -1,0 +1,48 @@
+'use strict';
+
+const { Agent } = require('./agent');
+const { resolveOptions } = require('./options');
+const { reportError } = require('./report');
+const { CATALOG } = require('./metrics');
+
+// Shared by every installed copy of uvscope in the process, so two copies never both start.
+const AGENT = Symbol.for('uvscope.agent');
+
+/**
+ * Start the agent (once per process). Options override the UVSCOPE_* environment variables.
+ * Never throws: a failure is reported as a process warning and the app goes on.
+ * @param {import('../index').Options} [options]
+ * @returns {Agent|null} the running agent (the one already running if any), or null if disabled
+ */
+function start(options) {
+  try {
+    const running = globalThis[AGENT];
+    if (running) return running;
+    const resolved = resolveOptions(options);
+    if (resolved.disabled) return null;
+    const agent = new Agent(resolved);
+    Object.defineProperty(globalThis, AGENT, { value: agent, configurable: true, enumerable: false, writable: false });
+    return agent.start();
+  } catch (err) {
+    reportError('start', err);
+    return null;
+  }
+}
+
+/**
+ * Stop the running agent, if any: timers cleared, server closed, dns.lookup restored.
+ * @returns {Promise<void>}
+ */
+async function stop() {
+  const agent = globalThis[AGENT];
+  if (!agent) return;
+  delete globalThis[AGENT];
+  await agent.stop();
+}
+
+/** @returns {Agent|null} the running agent, if any */
+function getAgent() {
+  return globalThis[AGENT] || null;
+}
+
+module.exports = { start, stop, getAgent, catalog: CATALOG };

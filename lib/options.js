@@ -1,0 +1,164 @@
+'use strict';
+
+const { warnOnce, countError } = require('./report');
+
+/** Exporters this version knows. */
+const EXPORTERS = Object.freeze(['prometheus']);
+
+const DEFAULTS = Object.freeze({
+  disabled: false,
+  exporters: Object.freeze(['prometheus']),
+  intervalMs: 1000,
+  prometheus: Object.freeze({ host: '127.0.0.1', port: 9464, registry: undefined }),
+  dns: Object.freeze({ maxNames: 100 }),
+});
+
+// One row per setting: where it lives in start(options), its environment variable, how to parse
+// it, and the words a warning uses for what is accepted.
+const SETTINGS = Object.freeze([
+  setting('disabled', 'UVSCOPE_DISABLED', parseBoolean, 'true/false, 1/0, yes/no'),
+  setting('exporters', 'UVSCOPE_EXPORTERS', parseExporters, `a comma-separated list of ${EXPORTERS.join(', ')}, or none`),
+  setting('intervalMs', 'UVSCOPE_INTERVAL_MS', parseInteger(50, 3600000), 'an integer number of milliseconds from 50 to 3600000'),
+  setting('prometheus.host', 'UVSCOPE_PROMETHEUS_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0'),
+  setting('prometheus.port', 'UVSCOPE_PROMETHEUS_PORT', parseInteger(0, 65535), 'an integer port from 0 to 65535'),
+  setting('dns.maxNames', 'UVSCOPE_DNS_MAX_NAMES', parseInteger(1, 100000), 'an integer from 1 to 100000'),
+]);
+
+function setting(path, env, parse, accepted) {
+  return Object.freeze({ path, env, parse, accepted });
+}
+
+/**
+ * Resolve the agent's options: an option given to start() wins over its environment variable,
+ * which wins over the default. A bad value never throws: it warns once, naming the setting, the
+ * value and what is accepted, and the default is used.
+ * @param {object} [options] options given to start()
+ * @param {NodeJS.ProcessEnv} [env]
+ * @returns {Readonly<object>} resolved, frozen options
+ */
+function resolveOptions(options, env = process.env) {
+  const given = options && typeof options === 'object' ? options : {};
+  if (options !== undefined && options !== null && typeof options !== 'object') {
+    invalid('start(options)', options, 'an object');
+  }
+  const out = {
+    disabled: DEFAULTS.disabled,
+    exporters: DEFAULTS.exporters,
+    intervalMs: DEFAULTS.intervalMs,
+    prometheus: { ...DEFAULTS.prometheus },
+    dns: { ...DEFAULTS.dns },
+  };
+  for (const s of SETTINGS) {
+    const fromOption = get(given, s.path);
+    const fromEnv = env[s.env];
+    let source;
+    let raw;
+    if (fromOption !== undefined) {
+      source = `options.${s.path}`;
+      raw = fromOption;
+    } else if (fromEnv !== undefined && fromEnv !== '') {
+      source = s.env;
+      raw = fromEnv;
+    } else {
+      continue;
+    }
+    const value = s.parse(raw);
+    if (value === undefined) invalid(source, raw, s.accepted, get(DEFAULTS, s.path));
+    else set(out, s.path, value);
+  }
+  const registry = given.prometheus && given.prometheus.registry;
+  if (registry !== undefined) {
+    if (registry && typeof registry.registerMetric === 'function' && typeof registry.metrics === 'function') {
+      out.prometheus.registry = registry;
+    } else {
+      invalid('options.prometheus.registry', registry, 'a prom-client Registry', 'uvscope\'s own registry and HTTP server');
+    }
+  }
+  Object.freeze(out.prometheus);
+  Object.freeze(out.dns);
+  return Object.freeze(out);
+}
+
+function invalid(source, raw, accepted, fallback) {
+  countError('options');
+  const shown = typeof raw === 'string' ? JSON.stringify(raw) : safeString(raw);
+  const using = fallback === undefined ? '' : `; using ${Array.isArray(fallback) ? fallback.join(',') : safeString(fallback)}`;
+  warnOnce('UVSCOPE_INVALID_OPTION', `uvscope: ${source}=${shown} is not valid: expected ${accepted}${using}`, source);
+}
+
+function safeString(v) {
+  try {
+    return typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v);
+  } catch {
+    return Object.prototype.toString.call(v);
+  }
+}
+
+function get(obj, path) {
+  let cur = obj;
+  for (const key of path.split('.')) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = cur[key];
+  }
+  return cur;
+}
+
+function set(obj, path, value) {
+  const keys = path.split('.');
+  let cur = obj;
+  for (let i = 0; i < keys.length - 1; i++) cur = cur[keys[i]];
+  cur[keys[keys.length - 1]] = value;
+}
+
+function parseBoolean(raw) {
+  if (typeof raw === 'boolean') return raw;
+  const s = String(raw).trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(s)) return true;
+  if (['0', 'false', 'no', 'off'].includes(s)) return false;
+  return undefined;
+}
+
+function parseInteger(min, max) {
+  return (raw) => {
+    const s = typeof raw === 'number' ? String(raw) : String(raw).trim();
+    if (!/^\d+$/.test(s)) return undefined;
+    const n = Number(s);
+    return n >= min && n <= max ? n : undefined;
+  };
+}
+
+function parseHost(raw) {
+  const s = String(raw).trim();
+  return s !== '' && /^[A-Za-z0-9.:\-[\]%]+$/.test(s) ? s.replace(/^\[(.*)\]$/, '$1') : undefined;
+}
+
+function parseExporters(raw) {
+  const list = (Array.isArray(raw) ? raw : String(raw).split(','))
+    .map((e) => String(e).trim().toLowerCase())
+    .filter(Boolean);
+  if (list.length === 0) return undefined;
+  if (list.length === 1 && list[0] === 'none') return Object.freeze([]);
+  if (!list.every((e) => EXPORTERS.includes(e))) return undefined;
+  return Object.freeze([...new Set(list)]);
+}
+
+/**
+ * The effective libuv threadpool size for a UV_THREADPOOL_SIZE value, computed as libuv's
+ * init_threads() does (src/threadpool.c): atoi(), 0 becomes 1, anything above 1024 (including
+ * negative numbers, which wrap around as unsigned) becomes 1024, unset means 4.
+ * @param {string|undefined} raw
+ * @returns {number}
+ */
+function threadpoolSize(raw) {
+  if (raw === undefined) return 4;
+  const m = /^[\t\n\v\f\r ]*([+-]?)(\d*)/.exec(String(raw));
+  const digits = m[2] || '0';
+  // atoi of a huge number is undefined behaviour in C; in practice it saturates or wraps to
+  // something above 1024 or negative, both of which libuv clamps to 1024.
+  const n = digits.length > 10 ? Infinity : Number(digits);
+  if (m[1] === '-' && n !== 0) return 1024;
+  if (n === 0) return 1;
+  return Math.min(n, 1024);
+}
+
+module.exports = { resolveOptions, threadpoolSize, DEFAULTS, SETTINGS, EXPORTERS };

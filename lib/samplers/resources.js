@@ -1,0 +1,67 @@
+'use strict';
+
+// Requests are short-lived operations (a lookup, a write); handles are long-lived objects (a
+// socket, a server, a timer). process.getActiveResourcesInfo() returns bare type names, so the
+// split follows Node's naming: its request wraps end in Req/ReqWrap/ReqCallback/ReqPromise, plus
+// the stream/UDP request wraps below (src/node_*.h, src/stream_base.h, src/udp_wrap.h).
+const REQUEST_TYPES = new Set(['WriteWrap', 'ShutdownWrap', 'SendWrap', 'ConnectWrap', 'FileHandleCloseReq']);
+const REQUEST_PATTERN = /Req(Wrap|Callback|Promise)?$/;
+
+// Reported as 0 from the first sample, so an alert on a backlog has a series before the backlog.
+const ALWAYS_REPORTED_REQUESTS = Object.freeze(['GetAddrInfoReqWrap', 'GetNameInfoReqWrap', 'FSReqCallback']);
+
+// A bound on distinct type names kept for zero-reporting; Node has a few dozen.
+const MAX_TYPES = 256;
+
+/**
+ * Whether a resource type name is a libuv request (rather than a handle).
+ * @param {string} type
+ */
+function isRequestType(type) {
+  return REQUEST_TYPES.has(type) || REQUEST_PATTERN.test(type);
+}
+
+/**
+ * Count resource type names.
+ * @param {readonly string[]} infos e.g. process.getActiveResourcesInfo()
+ * @returns {Map<string, number>}
+ */
+function countTypes(infos) {
+  const counts = new Map();
+  for (const t of infos) counts.set(t, (counts.get(t) || 0) + 1);
+  return counts;
+}
+
+/**
+ * Active handles and requests by type. Types seen before and now gone report 0.
+ * @returns {{ name: string, sample(tick: { resources: Map<string, number> }): object[], close(): void }}
+ */
+function createResourcesSampler() {
+  const seen = { handles: new Set(), requests: new Set(ALWAYS_REPORTED_REQUESTS) };
+  return {
+    name: 'resources',
+    sample(tick) {
+      const handles = new Map();
+      const requests = new Map();
+      for (const [type, n] of tick.resources) {
+        const bucket = isRequestType(type) ? requests : handles;
+        bucket.set(type, n);
+      }
+      return [
+        ...points('nodejs.uv.handles.active', handles, seen.handles),
+        ...points('nodejs.uv.requests.active', requests, seen.requests),
+      ];
+    },
+    close() {},
+  };
+}
+
+function points(name, counts, seen) {
+  for (const type of counts.keys()) if (seen.size < MAX_TYPES) seen.add(type);
+  const out = [];
+  for (const type of seen) out.push({ name, attributes: { type }, value: counts.get(type) || 0 });
+  for (const [type, value] of counts) if (!seen.has(type)) out.push({ name, attributes: { type }, value });
+  return out;
+}
+
+module.exports = { createResourcesSampler, isRequestType, countTypes };
