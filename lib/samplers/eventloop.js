@@ -92,4 +92,4 @@ function countAtMost(monitor, n, limitNs, lower) {
   return lo;
 }
 
-module.exports = { createEventLoopSampler, RESOLUTION_MS, RESOLUTION_NS };
+module.exports = { createEventLoopSampler, RESOLUTION_MS, RESOLUTION_NS, _internal: { addToBuckets, countAtMost } };
