@@ -22,11 +22,11 @@
 // defaults. A watchdog aborts the run if it goes 30 s past that.
 
 const path = require('path');
-const net = require('net');
 const os = require('os');
 const http = require('http');
 const { spawn } = require('child_process');
 const autocannon = require('autocannon');
+const { freePort } = require('../test/helpers/child');
 
 const REPO = path.resolve(__dirname, '..');
 const REGISTER = path.join(REPO, 'register.js');
@@ -50,17 +50,6 @@ function parseArgs(argv) {
   return opts;
 }
 
-/** A port that was free a moment ago (for the agent's metrics endpoint). */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const children = new Set();
 

@@ -1,10 +1,11 @@
 'use strict';
 
+const { freePort } = require('./child');
+
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const fsp = require('node:fs/promises');
 const http = require('node:http');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 
@@ -122,18 +123,6 @@ function promtoolCheckMetrics(text) {
  */
 function promtoolTestRules(testFile) {
   return runPromtool(['test', 'rules', testFile], null, 60000);
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 function httpGet(url, timeoutMs = 5000) {
