@@ -1,7 +1,7 @@
 'use strict';
 
 const http = require('http');
-const { CATALOG } = require('../lib/metrics');
+const { CATALOG, shortName } = require('../lib/metrics');
 const { warnOnce, countError, reportError } = require('../lib/report');
 
 const UNIT_SUFFIX = Object.freeze({ s: 'seconds', By: 'bytes' });
@@ -17,11 +17,6 @@ function prometheusName(def) {
   if (suffix && !name.endsWith(`_${suffix}`)) name += `_${suffix}`;
   if (def.type === 'counter') name += '_total';
   return name;
-}
-
-/** @param {string} attribute OpenTelemetry attribute name */
-function labelName(attribute) {
-  return attribute.replace(/[^a-zA-Z0-9_]/g, '_');
 }
 
 /**
@@ -50,7 +45,7 @@ class SnapshotMetric {
     for (const p of snapshot.points) {
       if (p.name !== this.def.name) continue;
       const labels = {};
-      for (const [k, v] of Object.entries(p.attributes)) labels[labelName(k)] = v;
+      for (const [k, v] of Object.entries(p.attributes)) labels[shortName(k)] = v;
       if (p.histogram) pushHistogram(out, this.name, labels, p.histogram);
       else out.push({ labels, value: p.value });
     }
@@ -162,4 +157,4 @@ function listen(server, host, port) {
   });
 }
 
-module.exports = { createExporter, prometheusName, labelName };
+module.exports = { createExporter, prometheusName };

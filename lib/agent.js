@@ -63,7 +63,7 @@ class Agent {
       }
     }
     for (const [component, value] of errorCountsSnapshot()) {
-      points.push(Object.freeze({ name: 'uvscope.errors', attributes: Object.freeze({ component }), value }));
+      points.push(Object.freeze({ name: 'uvscope.errors', attributes: Object.freeze({ 'uvscope.component': component }), value }));
     }
     const snapshot = Object.freeze({ time: Date.now(), intervalMs: this.options.intervalMs, points: Object.freeze(points) });
     this.latest = snapshot;

@@ -27,22 +27,22 @@ const EVENTLOOP_BUCKETS = Object.freeze([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05
 
 /** @type {readonly MetricDef[]} */
 const CATALOG = Object.freeze([
-  def('nodejs.uv.handles.active', 'gauge', '{handle}', ['type'],
+  def('nodejs.uv.handles.active', 'gauge', '{handle}', ['nodejs.uv.handle.type'],
     'Active libuv handles keeping the loop alive, by type, from process.getActiveResourcesInfo().'),
-  def('nodejs.uv.requests.active', 'gauge', '{request}', ['type'],
+  def('nodejs.uv.requests.active', 'gauge', '{request}', ['nodejs.uv.request.type'],
     'Active libuv requests by type (GetAddrInfoReqWrap is a pending dns.lookup), from process.getActiveResourcesInfo().'),
   def('nodejs.uv.threadpool.size', 'gauge', '{thread}', [],
     'Threads in the libuv threadpool (UV_THREADPOOL_SIZE parsed and clamped as libuv does: default 4, 1 to 1024).'),
   def('nodejs.uv.threadpool.dns_slots', 'gauge', '{thread}', [],
     'Threads that may run getaddrinfo/getnameinfo at once: libuv caps slow I/O at (size+1)/2.'),
-  def('nodejs.uv.threadpool.pending', 'gauge', '{request}', ['kind'],
+  def('nodejs.uv.threadpool.pending', 'gauge', '{request}', ['nodejs.uv.threadpool.kind'],
     'Threadpool work submitted and not completed, as far as Node shows it (kind dns: lookups, fs: file system requests).'),
-  def('nodejs.uv.threadpool.queued', 'gauge', '{request}', ['kind'],
+  def('nodejs.uv.threadpool.queued', 'gauge', '{request}', ['nodejs.uv.threadpool.kind'],
     'Estimated threadpool work waiting for a thread: pending beyond what the pool (and its DNS slots) can run at once.'),
-  def('nodejs.uv.threadpool.queue_wait', 'histogram', 's', ['queue'],
+  def('nodejs.uv.threadpool.queue_wait', 'histogram', 's', ['nodejs.uv.threadpool.queue'],
     'Time a probe job waited for the threadpool, measured by one cheap job at a time per queue (dns: a getaddrinfo of localhost; work: a 1-byte crypto.randomFill).',
     QUEUE_WAIT_BUCKETS),
-  def('uvscope.probe.in_flight', 'gauge', '{request}', ['queue'],
+  def('uvscope.probe.in_flight', 'gauge', '{request}', ['nodejs.uv.threadpool.queue'],
     'uvscope\'s own threadpool probe still running at sampling time (0 or 1); it is included in the pending and queued figures.'),
   def('nodejs.eventloop.delay', 'histogram', 's', [],
     'Event-loop delay: how late a 10 ms timer fired (the sampling resolution is subtracted).',
@@ -58,11 +58,29 @@ const CATALOG = Object.freeze([
   def('dns.lookup.duration', 'histogram', 's', ['dns.question.name', 'error.type'],
     'Duration of each dns.lookup (getaddrinfo) made by the app, by hostname (bounded; the rest under _other) and error code (empty on success).',
     DNS_BUCKETS),
-  def('uvscope.errors', 'counter', '{error}', ['component'],
+  def('uvscope.errors', 'counter', '{error}', ['uvscope.component'],
     'Failures inside uvscope itself, by component; the app is never affected.'),
 ]);
 
 const BY_NAME = new Map(CATALOG.map((m) => [m.name, m]));
+
+// Attributes carry OpenTelemetry-style names; Prometheus labels and DogStatsD tags use these short
+// names (type="GetAddrInfoReqWrap", kind="dns"), and otherwise the name with dots as underscores.
+const SHORT_NAMES = Object.freeze({
+  'nodejs.uv.handle.type': 'type',
+  'nodejs.uv.request.type': 'type',
+  'nodejs.uv.threadpool.kind': 'kind',
+  'nodejs.uv.threadpool.queue': 'queue',
+  'uvscope.component': 'component',
+});
+
+/**
+ * The short name of an attribute, for Prometheus labels and DogStatsD tags.
+ * @param {string} attribute
+ */
+function shortName(attribute) {
+  return SHORT_NAMES[attribute] || attribute.replace(/[^a-zA-Z0-9_]/g, '_');
+}
 
 function def(name, type, unit, attributes, help, buckets) {
   return Object.freeze({ name, type, unit, attributes: Object.freeze(attributes), help, buckets });
@@ -79,4 +97,4 @@ function metric(name) {
   return m;
 }
 
-module.exports = { CATALOG, metric, DNS_BUCKETS, QUEUE_WAIT_BUCKETS, EVENTLOOP_BUCKETS };
+module.exports = { CATALOG, metric, shortName, DNS_BUCKETS, QUEUE_WAIT_BUCKETS, EVENTLOOP_BUCKETS };

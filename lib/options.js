@@ -2,7 +2,7 @@
 
 const { warnOnce, countError } = require('./report');
 
-/** Exporters this version knows. */
+/** Exporters this version knows (each is exporters/<name>.js). */
 const EXPORTERS = Object.freeze(['prometheus']);
 
 const DEFAULTS = Object.freeze({
@@ -24,8 +24,14 @@ const SETTINGS = Object.freeze([
   setting('dns.maxNames', 'UVSCOPE_DNS_MAX_NAMES', parseInteger(1, 100000), 'an integer from 1 to 100000'),
 ]);
 
+/**
+ * @param {string} path where the setting lives in start(options), e.g. 'prometheus.port'
+ * @param {string|string[]} env its environment variable(s); the first one set wins
+ * @param {(raw: unknown) => unknown} parse returns undefined for a bad value
+ * @param {string} accepted what a warning says is accepted
+ */
 function setting(path, env, parse, accepted) {
-  return Object.freeze({ path, env, parse, accepted });
+  return Object.freeze({ path, env: [].concat(env), parse, accepted });
 }
 
 /**
@@ -41,24 +47,21 @@ function resolveOptions(options, env = process.env) {
   if (options !== undefined && options !== null && typeof options !== 'object') {
     invalid('start(options)', options, 'an object');
   }
-  const out = {
-    disabled: DEFAULTS.disabled,
-    exporters: DEFAULTS.exporters,
-    intervalMs: DEFAULTS.intervalMs,
-    prometheus: { ...DEFAULTS.prometheus },
-    dns: { ...DEFAULTS.dns },
-  };
+  const out = {};
+  for (const [key, value] of Object.entries(DEFAULTS)) {
+    out[key] = value && typeof value === 'object' && !Array.isArray(value) ? { ...value } : value;
+  }
   for (const s of SETTINGS) {
     const fromOption = get(given, s.path);
-    const fromEnv = env[s.env];
+    const envName = s.env.find((name) => env[name] !== undefined && env[name] !== '');
     let source;
     let raw;
     if (fromOption !== undefined) {
       source = `options.${s.path}`;
       raw = fromOption;
-    } else if (fromEnv !== undefined && fromEnv !== '') {
-      source = s.env;
-      raw = fromEnv;
+    } else if (envName) {
+      source = envName;
+      raw = env[envName];
     } else {
       continue;
     }
@@ -74,8 +77,7 @@ function resolveOptions(options, env = process.env) {
       invalid('options.prometheus.registry', registry, 'a prom-client Registry', 'uvscope\'s own registry and HTTP server');
     }
   }
-  Object.freeze(out.prometheus);
-  Object.freeze(out.dns);
+  for (const value of Object.values(out)) if (value && typeof value === 'object') Object.freeze(value);
   return Object.freeze(out);
 }
 
@@ -161,4 +163,4 @@ function threadpoolSize(raw) {
   return Math.min(n, 1024);
 }
 
-module.exports = { resolveOptions, threadpoolSize, DEFAULTS, SETTINGS, EXPORTERS };
+module.exports = { resolveOptions, threadpoolSize, DEFAULTS, SETTINGS, EXPORTERS, setting, invalid, parseInteger, parseBoolean, parseHost };

@@ -12,7 +12,7 @@ describe('agent', () => {
       agent.samplers.unshift({ name: 'boom', sample() { throw new Error('sampler exploded'); }, close() {} });
       let snap;
       for (let i = 0; i < 3; i++) snap = agent.sampleNow();
-      const errors = snap.points.find((p) => p.name === 'uvscope.errors' && p.attributes.component === 'sampler:boom');
+      const errors = snap.points.find((p) => p.name === 'uvscope.errors' && p.attributes['uvscope.component'] === 'sampler:boom');
       const size = snap.points.find((p) => p.name === 'nodejs.uv.threadpool.size');
       console.log(JSON.stringify({ errors: errors.value, size: size.value, frozen: Object.isFrozen(snap) && Object.isFrozen(snap.points) }));
       uvscope.stop();

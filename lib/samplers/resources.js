@@ -48,19 +48,19 @@ function createResourcesSampler() {
         bucket.set(type, n);
       }
       return [
-        ...points('nodejs.uv.handles.active', handles, seen.handles),
-        ...points('nodejs.uv.requests.active', requests, seen.requests),
+        ...points('nodejs.uv.handles.active', 'nodejs.uv.handle.type', handles, seen.handles),
+        ...points('nodejs.uv.requests.active', 'nodejs.uv.request.type', requests, seen.requests),
       ];
     },
     close() {},
   };
 }
 
-function points(name, counts, seen) {
+function points(name, attribute, counts, seen) {
   for (const type of counts.keys()) if (seen.size < MAX_TYPES) seen.add(type);
   const out = [];
-  for (const type of seen) out.push({ name, attributes: { type }, value: counts.get(type) || 0 });
-  for (const [type, value] of counts) if (!seen.has(type)) out.push({ name, attributes: { type }, value });
+  for (const type of seen) out.push({ name, attributes: { [attribute]: type }, value: counts.get(type) || 0 });
+  for (const [type, value] of counts) if (!seen.has(type)) out.push({ name, attributes: { [attribute]: type }, value });
   return out;
 }
 

@@ -57,16 +57,16 @@ function createThreadpoolSampler(options = {}) {
       const out = [
         { name: 'nodejs.uv.threadpool.size', attributes: {}, value: size },
         { name: 'nodejs.uv.threadpool.dns_slots', attributes: {}, value: dnsSlots },
-        { name: 'nodejs.uv.threadpool.pending', attributes: { kind: 'dns' }, value: pendingDns },
-        { name: 'nodejs.uv.threadpool.pending', attributes: { kind: 'fs' }, value: pendingFs },
-        { name: 'nodejs.uv.threadpool.queued', attributes: { kind: 'dns' }, value: pendingDns - dnsRunning },
-        { name: 'nodejs.uv.threadpool.queued', attributes: { kind: 'fs' }, value: pendingFs - fsRunning },
+        { name: 'nodejs.uv.threadpool.pending', attributes: { 'nodejs.uv.threadpool.kind': 'dns' }, value: pendingDns },
+        { name: 'nodejs.uv.threadpool.pending', attributes: { 'nodejs.uv.threadpool.kind': 'fs' }, value: pendingFs },
+        { name: 'nodejs.uv.threadpool.queued', attributes: { 'nodejs.uv.threadpool.kind': 'dns' }, value: pendingDns - dnsRunning },
+        { name: 'nodejs.uv.threadpool.queued', attributes: { 'nodejs.uv.threadpool.kind': 'fs' }, value: pendingFs - fsRunning },
       ];
       for (const queue of Object.keys(probes)) {
         const probe = probes[queue];
         if (!probe) continue;
-        out.push({ name: 'uvscope.probe.in_flight', attributes: { queue }, value: probe.inFlight ? 1 : 0 });
-        out.push({ name: 'nodejs.uv.threadpool.queue_wait', attributes: { queue }, histogram: probe.histogram.snapshot() });
+        out.push({ name: 'uvscope.probe.in_flight', attributes: { 'nodejs.uv.threadpool.queue': queue }, value: probe.inFlight ? 1 : 0 });
+        out.push({ name: 'nodejs.uv.threadpool.queue_wait', attributes: { 'nodejs.uv.threadpool.queue': queue }, histogram: probe.histogram.snapshot() });
       }
       if (!closed) for (const probe of Object.values(probes)) if (probe) probe.launch();
       return out;
