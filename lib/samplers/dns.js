@@ -1,6 +1,7 @@
 'use strict';
 
 const dnsModule = require('dns');
+const diagnosticsChannel = require('diagnostics_channel');
 const { isIP } = require('net');
 const { syncBuiltinESMExports } = require('module');
 const { Histogram } = require('../histogram');
@@ -8,6 +9,13 @@ const { DNS_BUCKETS } = require('../metrics');
 const { reportError } = require('../report');
 
 const OTHER = '_other';
+
+// Per-lookup events for exporters that record each lookup (DogStatsD distributions, OpenTelemetry
+// histograms) and for tracer integrations. Published only when someone subscribes.
+//  start: { hostname, inFlight }  app lookups already in flight when this one started
+//  end:   { hostname, name, errorType, seconds }  name is the bounded label (or _other)
+const startChannel = diagnosticsChannel.channel('uvscope:dns.lookup:start');
+const endChannel = diagnosticsChannel.channel('uvscope:dns.lookup:end');
 
 /**
  * Every dns.lookup the app makes, timed from call to callback, by hostname and error code.
@@ -47,13 +55,24 @@ function createDnsSampler(options = {}) {
         series.set(key, s);
       }
       s.histogram.observe(seconds);
+      if (endChannel.hasSubscribers) endChannel.publish({ hostname, name, errorType, seconds });
     } catch (e) {
       reportError('sampler:dns', e);
     }
   }
 
   const originalLookup = dns.lookup;
-  const tracker = { record, started: () => inFlight++, abandoned: () => inFlight-- };
+  function started(hostname) {
+    if (startChannel.hasSubscribers && active) {
+      try {
+        startChannel.publish({ hostname, inFlight });
+      } catch (e) {
+        reportError('sampler:dns', e);
+      }
+    }
+    inFlight++;
+  }
+  const tracker = { record, started, abandoned: () => inFlight-- };
   const wrappedLookup = wrapCallbackLookup(originalLookup, tracker);
   dns.lookup = wrappedLookup;
 
@@ -108,7 +127,7 @@ function wrapCallbackLookup(original, { record, started, abandoned }) {
       return Reflect.apply(cb, this, arguments);
     };
     let result;
-    started();
+    started(hostname);
     try {
       result = typeof options === 'function'
         ? Reflect.apply(original, this, [hostname, done])
@@ -131,7 +150,7 @@ function wrapPromiseLookup(original, { record, started, abandoned }) {
   return function lookup(hostname) {
     if (!isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
     const start = process.hrtime.bigint();
-    started();
+    started(hostname);
     let promise;
     try {
       promise = Reflect.apply(original, this, arguments);
@@ -145,4 +164,4 @@ function wrapPromiseLookup(original, { record, started, abandoned }) {
   };
 }
 
-module.exports = { createDnsSampler, OTHER };
+module.exports = { createDnsSampler, OTHER, startChannel, endChannel };
