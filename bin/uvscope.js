@@ -8,8 +8,11 @@ const { spawn } = require('child_process');
 const path = require('path');
 
 const USAGE = `usage: uvscope [--port N] [--host H] [--exporters LIST] [--interval-ms N] -- <command> [args...]
-  Runs <command> with uvscope preloaded (NODE_OPTIONS="--require uvscope/register").
-  Metrics: http://<host>:<port>/metrics (default 127.0.0.1:9464).`;
+       uvscope report [--url URL]
+  The first form runs <command> with uvscope preloaded (NODE_OPTIONS="--require uvscope/register").
+  Metrics: http://<host>:<port>/metrics (default 127.0.0.1:9464).
+  report prints the findings of a running agent, read from URL
+  (default http://127.0.0.1:$UVSCOPE_PROMETHEUS_PORT/snapshot.json, port 9464).`;
 
 const FLAGS = Object.freeze({
   '--port': 'UVSCOPE_PROMETHEUS_PORT',
@@ -56,7 +59,36 @@ function nodeOptionsWithPreload(existing) {
   return existing ? `${existing} ${preload}` : preload;
 }
 
+/**
+ * uvscope report: fetch a running agent's /snapshot.json and print it for people.
+ * @param {string[]} argv arguments after `report`
+ */
+async function report(argv) {
+  let url = `http://127.0.0.1:${process.env.UVSCOPE_PROMETHEUS_PORT || 9464}/snapshot.json`;
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--url' && argv[i + 1]) url = argv[++i];
+    else if (argv[i].startsWith('--url=')) url = argv[i].slice(6);
+    else {
+      process.stderr.write(`uvscope report: unknown argument ${argv[i]}\n${USAGE}\n`);
+      return 2;
+    }
+  }
+  try {
+    const res = await fetch(url);
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    process.stdout.write(require('../lib/format-report').formatReport(await res.json()));
+    return 0;
+  } catch (err) {
+    process.stderr.write(`uvscope report: cannot read ${url}: ${err.cause ? err.cause.message : err.message}\n`);
+    return 1;
+  }
+}
+
 function main() {
+  if (process.argv[2] === 'report') {
+    report(process.argv.slice(3)).then((code) => (process.exitCode = code));
+    return;
+  }
   const { env, command, help, error } = parseArgs(process.argv.slice(2));
   if (help || error || command.length === 0) {
     if (error) process.stderr.write(`uvscope: ${error}\n`);

@@ -69,7 +69,8 @@ function pushHistogram(out, name, labels, h) {
 
 /**
  * The Prometheus exporter: the catalog in a prom-client registry (the app's own when given, then
- * no server is opened), else served on http://host:port/metrics by an unref'd server.
+ * no server is opened), else served on http://host:port/metrics by an unref'd server, which also
+ * serves the latest snapshot and its findings as JSON at /snapshot.json.
  * @param {import('../lib/agent').Agent} agent
  * @returns {{ name: string, registry: object, ready: Promise<{host: string, port: number}|null>, close(): Promise<void> }}
  */
@@ -92,7 +93,7 @@ function createExporter(agent) {
   let server = null;
   let ready = Promise.resolve(null);
   if (!given) {
-    server = createServer(registry);
+    server = createServer(registry, agent);
     ready = listen(server, host, port);
   }
 
@@ -115,15 +116,21 @@ function createExporter(agent) {
   };
 }
 
-function createServer(registry) {
+function createServer(registry, agent) {
   const server = http.createServer((req, res) => {
     const path = (req.url || '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { Allow: 'GET, HEAD' }).end();
       return;
     }
+    if (path === '/snapshot.json') {
+      // The latest snapshot with its findings (uvscope report reads this).
+      const body = JSON.stringify(agent.latest ? { pid: process.pid, ...agent.latest } : null);
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end(req.method === 'HEAD' ? undefined : body);
+      return;
+    }
     if (path !== '/metrics') {
-      res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('uvscope: metrics are at /metrics\n');
+      res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('uvscope: metrics are at /metrics, findings at /snapshot.json\n');
       return;
     }
     registry.metrics().then(

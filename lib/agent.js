@@ -5,6 +5,12 @@ const { createThreadpoolSampler } = require('./samplers/threadpool');
 const { createEventLoopSampler } = require('./samplers/eventloop');
 const { createDnsSampler } = require('./samplers/dns');
 const { reportError, errorCountsSnapshot } = require('./report');
+const { readResolverConfig } = require('./resolver');
+const { createFindingsEngine } = require('./findings');
+const { formatReport } = require('./format-report');
+
+// resolv.conf and /etc/hosts are re-read this often (tiny files, read synchronously).
+const RESOLVER_REFRESH_MS = 60000;
 
 /**
  * The agent owns time: one unref'd interval timer calls every sampler (each isolated), builds one
@@ -20,11 +26,15 @@ class Agent {
     this.exporters = [];
     this.timer = null;
     this.closed = false;
+    this.resolver = null;
+    this.resolverReadAt = 0;
+    this.findings = createFindingsEngine({ intervalMs: options.intervalMs, startTime: Date.now() });
   }
 
   /** Create samplers and exporters and start the timer. Never throws. */
   start() {
-    const dns = this.#safely('sampler:dns', () => createDnsSampler({ maxNames: this.options.dns.maxNames }));
+    this.#refreshResolver(Date.now());
+    const dns = this.#safely('sampler:dns', () => createDnsSampler({ maxNames: this.options.dns.maxNames, resolver: () => this.resolver }));
     const samplers = [
       this.#safely('sampler:resources', () => createResourcesSampler()),
       this.#safely('sampler:threadpool', () => createThreadpoolSampler({ lookup: dns ? dns.originalLookup : undefined })),
@@ -38,6 +48,10 @@ class Agent {
     }
     this.timer = setInterval(() => this.sampleNow(), this.options.intervalMs);
     this.timer.unref();
+    if (this.options.reportOnExit) {
+      this.onExit = () => this.#safely('report', () => process.stderr.write(formatReport(this.sampleNow())));
+      process.on('exit', this.onExit);
+    }
     return this;
   }
 
@@ -62,10 +76,31 @@ class Agent {
         reportError(`sampler:${sampler.name}`, err);
       }
     }
+    const time = Date.now();
+    const details = {};
+    for (const sampler of this.samplers) {
+      if (typeof sampler.details !== 'function') continue;
+      try {
+        details[sampler.name] = sampler.details();
+      } catch (err) {
+        reportError(`sampler:${sampler.name}`, err);
+      }
+    }
+    this.#refreshResolver(time);
+    if (this.resolver) {
+      const { hosts, ...conf } = this.resolver;
+      details.resolver = { ...conf, hostsNames: [...hosts].slice(0, 1000) };
+    }
+    let findings = [];
+    try {
+      findings = this.findings.evaluate({ time, points, details });
+    } catch (err) {
+      reportError('findings', err);
+    }
     for (const [component, value] of errorCountsSnapshot()) {
       points.push(Object.freeze({ name: 'uvscope.errors', attributes: Object.freeze({ 'uvscope.component': component }), value }));
     }
-    const snapshot = Object.freeze({ time: Date.now(), intervalMs: this.options.intervalMs, points: Object.freeze(points) });
+    const snapshot = deepFreeze({ time, intervalMs: this.options.intervalMs, points, details, findings });
     this.latest = snapshot;
     for (const exporter of this.exporters) {
       if (typeof exporter.export !== 'function') continue;
@@ -83,6 +118,7 @@ class Agent {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
+    if (this.onExit) process.off('exit', this.onExit);
     for (const s of this.samplers) this.#safely(`sampler:${s.name}`, () => s.close());
     await Promise.all(this.exporters.map(async (e) => {
       try {
@@ -93,6 +129,16 @@ class Agent {
     }));
   }
 
+  #refreshResolver(now) {
+    if (this.resolver && now - this.resolverReadAt < RESOLVER_REFRESH_MS) return;
+    this.resolverReadAt = now;
+    try {
+      this.resolver = readResolverConfig();
+    } catch (err) {
+      reportError('resolver', err);
+    }
+  }
+
   #safely(component, fn) {
     try {
       return fn();
@@ -101,6 +147,14 @@ class Agent {
       return null;
     }
   }
+}
+
+function deepFreeze(value) {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
 }
 
 module.exports = { Agent };

@@ -9,6 +9,7 @@ const DEFAULTS = Object.freeze({
   disabled: false,
   exporters: Object.freeze(['prometheus']),
   intervalMs: 1000,
+  reportOnExit: false,
   prometheus: Object.freeze({ host: '127.0.0.1', port: 9464, registry: undefined }),
   dns: Object.freeze({ maxNames: 100 }),
 });
@@ -19,6 +20,7 @@ const SETTINGS = Object.freeze([
   setting('disabled', 'UVSCOPE_DISABLED', parseBoolean, 'true/false, 1/0, yes/no'),
   setting('exporters', 'UVSCOPE_EXPORTERS', parseExporters, `a comma-separated list of ${EXPORTERS.join(', ')}, or none`),
   setting('intervalMs', 'UVSCOPE_INTERVAL_MS', parseInteger(50, 3600000), 'an integer number of milliseconds from 50 to 3600000'),
+  setting('reportOnExit', 'UVSCOPE_REPORT_ON_EXIT', parseBoolean, 'true/false, 1/0, yes/no'),
   setting('prometheus.host', 'UVSCOPE_PROMETHEUS_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0'),
   setting('prometheus.port', 'UVSCOPE_PROMETHEUS_PORT', parseInteger(0, 65535), 'an integer port from 0 to 65535'),
   setting('dns.maxNames', 'UVSCOPE_DNS_MAX_NAMES', parseInteger(1, 100000), 'an integer from 1 to 100000'),

@@ -7,8 +7,18 @@ const { syncBuiltinESMExports } = require('module');
 const { Histogram } = require('../histogram');
 const { DNS_BUCKETS } = require('../metrics');
 const { reportError } = require('../report');
+const { captureCaller } = require('../callers');
 
 const OTHER = '_other';
+
+// Stack captures for caller attribution per sampling interval, beyond the first lookup of each
+// name: bounds the cost at any lookup rate (a capture costs some microseconds).
+const CALLER_SAMPLES_PER_INTERVAL = 20;
+// Distinct callers kept per hostname.
+const MAX_CALLERS = 20;
+// A lookup this close to k x the resolv.conf timeout waited for k resolver timeouts.
+const TIMEOUT_EARLY_S = 0.05;
+const TIMEOUT_LATE_S = 0.5;
 
 // Per-lookup events for exporters that record each lookup (DogStatsD distributions, OpenTelemetry
 // histograms) and for tracer integrations. Published only when someone subscribes.
@@ -18,7 +28,8 @@ const startChannel = diagnosticsChannel.channel('uvscope:dns.lookup:start');
 const endChannel = diagnosticsChannel.channel('uvscope:dns.lookup:end');
 
 /**
- * Every dns.lookup the app makes, timed from call to callback, by hostname and error code.
+ * Every dns.lookup the app makes, timed from call to callback, by hostname and error code, with
+ * per-hostname rates, concurrent duplicates, resolver-timeout counts and sampled callers.
  *
  * net, http, https, fetch (undici) and dgram all read dns.lookup from the dns module at call
  * time, so wrapping dns.lookup and dns.promises.lookup covers them; syncBuiltinESMExports() makes
@@ -28,42 +39,47 @@ const endChannel = diagnosticsChannel.channel('uvscope:dns.lookup:end');
  * @param {object} [options]
  * @param {object} [options.dns] the dns module (injectable for tests)
  * @param {number} [options.maxNames] distinct hostnames kept as labels; the rest count as _other
+ * @param {() => { timeout: number } | null} [options.resolver] the resolv.conf in force
  */
 function createDnsSampler(options = {}) {
   const dns = options.dns || dnsModule;
   const maxNames = options.maxNames || 100;
+  const resolver = options.resolver || (() => null);
   const series = new Map(); // `${name}\0${errorType}` -> { name, errorType, histogram }
-  const names = new Set();
+  const hosts = new Map(); // name -> per-hostname statistics
   let inFlight = 0;
   let active = true;
+  let callerBudget = CALLER_SAMPLES_PER_INTERVAL;
 
-  function record(hostname, err, start) {
-    try {
-      inFlight--;
-      if (!active) return;
-      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-      let name = hostname.toLowerCase();
-      if (!names.has(name)) {
-        if (names.size < maxNames) names.add(name);
-        else name = OTHER;
+  function hostFor(hostname) {
+    let name = hostname.toLowerCase();
+    let host = hosts.get(name);
+    if (!host) {
+      if (hosts.size >= maxNames) {
+        name = OTHER;
+        host = hosts.get(OTHER);
       }
-      const errorType = err ? String(err.code || err.name || 'Error') : '';
-      const key = `${name}\u0000${errorType}`;
-      let s = series.get(key);
-      if (!s) {
-        s = { name, errorType, histogram: new Histogram(DNS_BUCKETS) };
-        series.set(key, s);
+      if (!host) {
+        host = newHost(name);
+        hosts.set(name, host);
       }
-      s.histogram.observe(seconds);
-      if (endChannel.hasSubscribers) endChannel.publish({ hostname, name, errorType, seconds });
-    } catch (e) {
-      reportError('sampler:dns', e);
     }
+    return host;
   }
 
-  const originalLookup = dns.lookup;
   function started(hostname) {
-    if (startChannel.hasSubscribers && active) {
+    const host = hostFor(hostname);
+    const ctx = { hostname, host, start: process.hrtime.bigint(), caller: null };
+    if (host.inFlight > 0) host.interval.duplicates++;
+    host.inFlight++;
+    if (host.inFlight > host.interval.maxInFlight) host.interval.maxInFlight = host.inFlight;
+    if (host.lookups === 0 || callerBudget > 0) {
+      if (host.lookups !== 0) callerBudget--;
+      ctx.caller = captureCaller();
+    }
+    host.lookups++;
+    host.interval.lookups++;
+    if (startChannel.hasSubscribers) {
       try {
         startChannel.publish({ hostname, inFlight });
       } catch (e) {
@@ -71,8 +87,52 @@ function createDnsSampler(options = {}) {
       }
     }
     inFlight++;
+    return ctx;
   }
-  const tracker = { record, started, abandoned: () => inFlight-- };
+
+  function abandoned(ctx) {
+    inFlight--;
+    ctx.host.inFlight--;
+    ctx.host.lookups--;
+    ctx.host.interval.lookups--;
+  }
+
+  function record(ctx, err) {
+    try {
+      inFlight--;
+      const { host } = ctx;
+      host.inFlight--;
+      if (!active) return;
+      const seconds = Number(process.hrtime.bigint() - ctx.start) / 1e9;
+      const errorType = err ? String(err.code || err.name || 'Error') : '';
+      const key = `${host.name}\u0000${errorType}`;
+      let s = series.get(key);
+      if (!s) {
+        s = { name: host.name, errorType, histogram: new Histogram(DNS_BUCKETS) };
+        series.set(key, s);
+      }
+      s.histogram.observe(seconds);
+      host.interval.seconds += seconds;
+      if (seconds > host.interval.maxSeconds) host.interval.maxSeconds = seconds;
+      if (err) host.interval.errors++;
+      const conf = resolver();
+      if (conf && resolverTimeouts(seconds, conf.timeout) > 0) host.interval.timeouts++;
+      if (ctx.caller !== null) {
+        let c = host.callers.get(ctx.caller);
+        if (!c && host.callers.size < MAX_CALLERS) host.callers.set(ctx.caller, (c = { count: 0, seconds: 0 }));
+        if (c) {
+          c.count++;
+          c.seconds += seconds;
+        }
+      }
+      if (endChannel.hasSubscribers) endChannel.publish({ hostname: ctx.hostname, name: host.name, errorType, seconds });
+    } catch (e) {
+      reportError('sampler:dns', e);
+    }
+  }
+
+  const originalLookup = dns.lookup;
+  const tracker = { record, started, abandoned };
   const wrappedLookup = wrapCallbackLookup(originalLookup, tracker);
   dns.lookup = wrappedLookup;
 
@@ -101,6 +161,32 @@ function createDnsSampler(options = {}) {
       }
       return out;
     },
+    /**
+     * Per-hostname figures for the interval since the last call (then reset), with totals and
+     * sampled callers. Plain JSON for the snapshot and the findings.
+     */
+    details() {
+      const out = [];
+      for (const host of hosts.values()) {
+        const i = host.interval;
+        out.push({
+          name: host.name,
+          lookups: i.lookups,
+          errors: i.errors,
+          seconds: i.seconds,
+          maxSeconds: i.maxSeconds,
+          duplicates: i.duplicates,
+          maxInFlight: i.maxInFlight,
+          timeouts: i.timeouts,
+          inFlight: host.inFlight,
+          totalLookups: host.lookups,
+          callers: [...host.callers].map(([caller, c]) => ({ caller, count: c.count, seconds: c.seconds })).sort((a, b) => b.count - a.count),
+        });
+        host.interval = newInterval(host.inFlight);
+      }
+      callerBudget = CALLER_SAMPLES_PER_INTERVAL;
+      return { inFlight, hosts: out };
+    },
     close() {
       active = false;
       // Put the originals back unless someone wrapped over us; then our wrapper stays in their
@@ -112,6 +198,26 @@ function createDnsSampler(options = {}) {
   };
 }
 
+function newHost(name) {
+  return { name, lookups: 0, inFlight: 0, callers: new Map(), interval: newInterval(0) };
+}
+
+function newInterval(inFlight) {
+  return { lookups: 0, errors: 0, seconds: 0, maxSeconds: 0, duplicates: 0, maxInFlight: inFlight, timeouts: 0 };
+}
+
+/**
+ * How many resolver timeouts a lookup of this duration waited for: k when it ended just after
+ * k x timeout (glibc resends after each timeout), else 0.
+ * @param {number} seconds
+ * @param {number} timeout resolv.conf timeout in seconds
+ */
+function resolverTimeouts(seconds, timeout) {
+  if (!(timeout > 0) || seconds < timeout - TIMEOUT_EARLY_S) return 0;
+  const k = Math.round(seconds / timeout);
+  return k >= 1 && seconds >= k * timeout - TIMEOUT_EARLY_S && seconds <= k * timeout + TIMEOUT_LATE_S ? k : 0;
+}
+
 function isLookupOf(hostname) {
   return typeof hostname === 'string' && hostname !== '' && isIP(hostname) === 0;
 }
@@ -121,22 +227,19 @@ function wrapCallbackLookup(original, { record, started, abandoned }) {
   const lookup = function lookup(hostname, options, callback) {
     const cb = typeof options === 'function' ? options : callback;
     if (typeof cb !== 'function' || !isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
-    const start = process.hrtime.bigint();
+    const ctx = started(hostname);
     const done = function (err) {
-      record(hostname, err, start);
+      record(ctx, err);
       return Reflect.apply(cb, this, arguments);
     };
-    let result;
-    started(hostname);
     try {
-      result = typeof options === 'function'
+      return typeof options === 'function'
         ? Reflect.apply(original, this, [hostname, done])
         : Reflect.apply(original, this, [hostname, options, done]);
     } catch (err) {
-      abandoned();
+      abandoned(ctx);
       throw err;
     }
-    return result;
   };
   // dns.lookup carries Node's internal customPromisifyArgs symbol, which makes
   // util.promisify(dns.lookup) resolve { address, family }; copy it so that still holds.
@@ -149,19 +252,18 @@ function wrapCallbackLookup(original, { record, started, abandoned }) {
 function wrapPromiseLookup(original, { record, started, abandoned }) {
   return function lookup(hostname) {
     if (!isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
-    const start = process.hrtime.bigint();
-    started(hostname);
+    const ctx = started(hostname);
     let promise;
     try {
       promise = Reflect.apply(original, this, arguments);
     } catch (err) {
-      abandoned();
+      abandoned(ctx);
       throw err;
     }
     // The side branch handles the rejection itself; the caller's promise is returned untouched.
-    promise.then(() => record(hostname, null, start), (err) => record(hostname, err, start));
+    promise.then(() => record(ctx, null), (err) => record(ctx, err));
     return promise;
   };
 }
 
-module.exports = { createDnsSampler, OTHER, startChannel, endChannel };
+module.exports = { createDnsSampler, resolverTimeouts, OTHER, startChannel, endChannel };

@@ -1,0 +1,234 @@
+'use strict';
+
+const { searchExpanded } = require('./resolver');
+
+// Thresholds, in one place. Each rule says in its evidence which one it crossed.
+const LIMITS = Object.freeze({
+  windowMs: 60000,
+  dnsWaitS: 0.02, // probe waited this long for a DNS slot: lookups are queueing
+  dnsSaturatedIntervals: 2, // ...in at least this many intervals of the window
+  sameNamePerSecond: 10, // one hostname looked up this often: no cache
+  concurrentDuplicates: 5, // lookups of one name started while another was in flight, per interval
+  eventLoopBlockedS: 0.1, // one delay this long
+  eventLoopP99S: 0.05,
+});
+
+/**
+ * Turns snapshots into findings: { id, severity, summary, evidence, advice }. Keeps a window of
+ * per-interval summaries (default 60 s) so a finding reflects a pattern, not one odd sample.
+ * @param {{ intervalMs: number, limits?: Partial<typeof LIMITS> }} options
+ */
+function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} }) {
+  const lim = { ...LIMITS, ...limits };
+  const size = Math.max(1, Math.ceil(lim.windowMs / intervalMs));
+  const window = [];
+  let previous = null;
+  let previousTime = startTime;
+
+  return {
+    /**
+     * Add one sample's figures and return the findings over the window.
+     * @param {{ time: number, points: readonly object[], details: object }} sample
+     */
+    evaluate(sample) {
+      const summary = summarize(sample, previous, previousTime);
+      previous = sample;
+      previousTime = sample.time;
+      window.push(summary);
+      if (window.length > size) window.shift();
+      return [
+        threadpoolDnsSaturated(window, lim),
+        dnsResolverTimeout(window, sample.details.resolver),
+        dnsNoCache(window, lim),
+        dnsSearchExpansion(window, sample.details.resolver),
+        eventLoopBlocked(window, lim),
+      ].filter(Boolean);
+    },
+  };
+}
+
+function summarize(sample, previous, previousTime) {
+  const value = (name, attrs = {}) => {
+    const p = find(sample.points, name, attrs);
+    return p ? p.value : undefined;
+  };
+  const waitNow = find(sample.points, 'nodejs.uv.threadpool.queue_wait', { 'nodejs.uv.threadpool.queue': 'dns' });
+  const waitBefore = previous && find(previous.points, 'nodejs.uv.threadpool.queue_wait', { 'nodejs.uv.threadpool.queue': 'dns' });
+  const waits = waitNow ? { count: waitNow.histogram.count - (waitBefore ? waitBefore.histogram.count : 0), sum: waitNow.histogram.sum - (waitBefore ? waitBefore.histogram.sum : 0) } : { count: 0, sum: 0 };
+  const probeStuck = value('uvscope.probe.in_flight', { 'nodejs.uv.threadpool.queue': 'dns' }) || 0;
+  const seconds = Math.max(0.001, (sample.time - previousTime) / 1000);
+  return {
+    time: sample.time,
+    seconds,
+    size: value('nodejs.uv.threadpool.size'),
+    slots: value('nodejs.uv.threadpool.dns_slots'),
+    pendingDns: (value('nodejs.uv.threadpool.pending', { 'nodejs.uv.threadpool.kind': 'dns' }) || 0) - probeStuck,
+    queuedDns: Math.max(0, (value('nodejs.uv.threadpool.queued', { 'nodejs.uv.threadpool.kind': 'dns' }) || 0) - probeStuck),
+    probeStuck,
+    dnsWaitMean: waits.count > 0 ? waits.sum / waits.count : null,
+    delayMax: value('nodejs.eventloop.delay.max'),
+    delayP99: value('nodejs.eventloop.delay.p99'),
+    hosts: (sample.details.dns && sample.details.dns.hosts) || [],
+  };
+}
+
+function find(points, name, attrs = {}) {
+  return points.find((p) => p.name === name && Object.entries(attrs).every(([k, v]) => p.attributes[k] === v));
+}
+
+function threadpoolDnsSaturated(window, lim) {
+  const hot = window.filter((s) => s.queuedDns > 0 && (s.probeStuck || (s.dnsWaitMean !== null && s.dnsWaitMean >= lim.dnsWaitS)));
+  if (hot.length < lim.dnsSaturatedIntervals) return null;
+  const last = window[window.length - 1];
+  const peakPending = Math.max(...hot.map((s) => s.pendingDns));
+  const peakQueued = Math.max(...hot.map((s) => s.queuedDns));
+  const waits = hot.map((s) => s.dnsWaitMean).filter((w) => w !== null);
+  const maxWait = waits.length ? Math.max(...waits) : null;
+  // (size+1)/2 slots must cover the peak of concurrent lookups.
+  const suggested = Math.min(1024, Math.max(last.size + 1, 2 * peakPending - 1));
+  return {
+    id: 'threadpool-dns-saturated',
+    severity: maxWait !== null && maxWait >= 1 ? 'critical' : 'warning',
+    summary: `DNS lookups queue for the threadpool: up to ${peakPending} lookups pending for ${last.slots} DNS slots (UV_THREADPOOL_SIZE=${last.size}), ${peakQueued} waiting${maxWait !== null ? `, probe waited up to ${ms(maxWait)}` : ''}.`,
+    evidence: {
+      intervals: hot.length,
+      windowIntervals: window.length,
+      threadpoolSize: last.size,
+      dnsSlots: last.slots,
+      peakPendingLookups: peakPending,
+      peakQueuedLookups: peakQueued,
+      maxQueueWaitSeconds: maxWait,
+      topHostnames: topHosts(window, (h) => h.lookups).slice(0, 5),
+    },
+    advice: [
+      `Raise UV_THREADPOOL_SIZE to ${suggested}: (size+1)/2 = ${Math.floor((suggested + 1) / 2)} DNS slots would have covered the peak of ${peakPending} concurrent lookups. Set it in the environment or at the very top of the app, before anything uses the pool.`,
+      'Cache and coalesce lookups (one lookup per hostname and TTL, concurrent callers share it).',
+      'Reuse connections (keep-alive) so each request does not start with a lookup.',
+    ],
+  };
+}
+
+function dnsResolverTimeout(window, resolver) {
+  const hosts = aggregate(window, (h) => h.timeouts);
+  const total = hosts.reduce((a, h) => a + h.value, 0);
+  if (total === 0) return null;
+  const timeout = resolver ? resolver.timeout : 5;
+  const attempts = resolver ? resolver.attempts : 2;
+  return {
+    id: 'dns-resolver-timeout',
+    severity: 'warning',
+    summary: `${total} lookup(s) took about a multiple of the resolv.conf timeout (${timeout} s): a DNS query got no answer and was sent again.`,
+    evidence: {
+      lookups: total,
+      hostnames: hosts.slice(0, 10).map((h) => ({ name: h.name, lookups: h.value })),
+      resolvConf: resolver ? { nameservers: resolver.nameservers, timeout, attempts, options: resolver.options } : null,
+    },
+    advice: [
+      `Find why queries go unanswered (packet loss, an overloaded or unreachable nameserver, conntrack races on parallel A/AAAA queries). With timeout:${timeout} attempts:${attempts}, one lost packet costs ${timeout} s and a dead nameserver up to ${timeout * attempts} s per lookup.`,
+      'A lower timeout (options timeout:1 attempts:2 in resolv.conf, dnsConfig in Kubernetes) bounds the cost; options single-request-reopen avoids the A/AAAA conntrack race.',
+      'A local caching resolver (NodeLocal DNSCache, dnsmasq, systemd-resolved) and an in-process cache remove most queries.',
+    ],
+  };
+}
+
+function dnsNoCache(window, lim) {
+  const seconds = window.reduce((a, s) => a + (s.seconds || 0), 0);
+  const rates = aggregate(window, (h) => h.lookups).map((h) => ({ ...h, perSecond: seconds > 0 ? h.value / seconds : 0 }));
+  const dups = aggregate(window, (h) => h.duplicates);
+  const maxDup = new Map();
+  const atOnce = new Map();
+  for (const s of window) {
+    for (const h of s.hosts) {
+      maxDup.set(h.name, Math.max(maxDup.get(h.name) || 0, h.duplicates));
+      atOnce.set(h.name, Math.max(atOnce.get(h.name) || 0, h.maxInFlight));
+    }
+  }
+  const hot = rates.filter((h) => h.perSecond >= lim.sameNamePerSecond || (maxDup.get(h.name) || 0) >= lim.concurrentDuplicates);
+  if (hot.length === 0) return null;
+  const callers = callersOf(window);
+  const worst = hot[0];
+  const who = (callers.get(worst.name) || [])[0];
+  return {
+    id: 'dns-no-cache',
+    severity: 'warning',
+    summary: `${worst.name} is looked up ${worst.perSecond.toFixed(1)} times a second${(atOnce.get(worst.name) || 0) > 1 ? `, up to ${atOnce.get(worst.name)} at once` : ''}${who ? `, mostly by ${who.caller}` : ''}: nothing caches or coalesces these lookups.`,
+    evidence: {
+      hostnames: hot.slice(0, 10).map((h) => ({
+        name: h.name,
+        lookupsPerSecond: round(h.perSecond),
+        // lookups started while another lookup of the same name was in flight (one would do)
+        concurrentDuplicates: (dups.find((d) => d.name === h.name) || { value: 0 }).value,
+        maxInFlight: atOnce.get(h.name) || 0,
+        callers: (callers.get(h.name) || []).slice(0, 5),
+      })),
+    },
+    advice: [
+      'Cache lookups per hostname for their TTL and let concurrent callers share one lookup (for example cacheable-lookup as the lookup function of your HTTP agents).',
+      'Give StatsD/metrics clients an IP address or a client-side DNS cache: a hostname there means one lookup per packet.',
+      'Reuse connections (keep-alive) so connections, not requests, pay for lookups.',
+    ],
+  };
+}
+
+function dnsSearchExpansion(window, resolver) {
+  if (!resolver || resolver.search.length === 0) return null;
+  const conf = { ...resolver, hosts: new Set(resolver.hostsNames || []) };
+  const names = aggregate(window, (h) => h.lookups).filter((h) => h.name !== '_other' && searchExpanded(h.name, conf));
+  if (names.length === 0) return null;
+  return {
+    id: 'dns-search-expansion',
+    severity: 'info',
+    summary: `${names.length} hostname(s) have fewer than ndots:${resolver.ndots} dots, so every lookup first tries the ${resolver.search.length} search domain(s): up to ${resolver.search.length + 1} queries (x2 for A and AAAA) per lookup.`,
+    evidence: { ndots: resolver.ndots, search: resolver.search, hostnames: names.slice(0, 10).map((h) => ({ name: h.name, lookups: h.value })) },
+    advice: [
+      'Use fully qualified names with a trailing dot (api.example.com.) for external hosts.',
+      'Or lower ndots (options ndots:1; in Kubernetes, dnsConfig.options ndots) where the search list is not needed.',
+    ],
+  };
+}
+
+function eventLoopBlocked(window, lim) {
+  const hot = window.filter((s) => (s.delayMax || 0) >= lim.eventLoopBlockedS || (s.delayP99 || 0) >= lim.eventLoopP99S);
+  if (hot.length === 0) return null;
+  const max = Math.max(...hot.map((s) => s.delayMax || 0));
+  return {
+    id: 'eventloop-blocked',
+    severity: max >= 1 ? 'critical' : 'warning',
+    summary: `The event loop was blocked for up to ${ms(max)} in ${hot.length} of the last ${window.length} intervals: every request, timer and callback waited that long.`,
+    evidence: { intervals: hot.length, windowIntervals: window.length, maxDelaySeconds: max, maxP99Seconds: Math.max(...hot.map((s) => s.delayP99 || 0)) },
+    advice: [
+      'Move CPU-heavy work (JSON of large bodies, crypto, compression, templating) to worker_threads or another service, or split it into chunks that yield (setImmediate).',
+      'Look for synchronous I/O (fs.*Sync, child_process.*Sync) on request paths.',
+    ],
+  };
+}
+
+// Sum a per-host figure over the window, largest first.
+function aggregate(window, pick) {
+  const sums = new Map();
+  for (const s of window) for (const h of s.hosts) sums.set(h.name, (sums.get(h.name) || 0) + pick(h));
+  return [...sums].filter(([, v]) => v > 0).map(([name, value]) => ({ name, value })).sort((a, b) => b.value - a.value);
+}
+
+function topHosts(window, pick) {
+  return aggregate(window, pick).map((h) => ({ name: h.name, lookups: h.value }));
+}
+
+// Callers per hostname from the latest interval that had them (callers are cumulative).
+function callersOf(window) {
+  const out = new Map();
+  for (let i = window.length - 1; i >= 0; i--) {
+    for (const h of window[i].hosts) if (!out.has(h.name) && h.callers.length) out.set(h.name, h.callers);
+  }
+  return out;
+}
+
+function ms(seconds) {
+  return seconds >= 1 ? `${seconds.toFixed(2)} s` : `${Math.round(seconds * 1000)} ms`;
+}
+
+function round(x) {
+  return Math.round(x * 10) / 10;
+}
+
+module.exports = { createFindingsEngine, LIMITS };

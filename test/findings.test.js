@@ -1,0 +1,90 @@
+'use strict';
+
+const assert = require('node:assert/strict');
+const path = require('path');
+const { createDnsServer } = require('./helpers/dns-server');
+const { requireNamespace, runInNamespace, resolvConf } = require('./helpers/namespace');
+const { REGISTER, FIXTURES, freePort, lastJson } = require('./helpers/child');
+
+async function scenario(name, { conf = {}, env = {} } = {}) {
+  const port = await freePort();
+  const r = await runInNamespace({
+    resolvConf: resolvConf({ nameserver: '127.0.0.2', ...conf }),
+    args: ['--require', REGISTER, path.join(FIXTURES, 'findings-app.js')],
+    env: { UVSCOPE_PROMETHEUS_PORT: String(port), UVSCOPE_INTERVAL_MS: '200', FIXTURE_SCENARIO: name, ...env },
+    timeoutMs: 30000,
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const snapshot = lastJson(r.stdout);
+  return { snapshot, byId: Object.fromEntries(snapshot.findings.map((f) => [f.id, f])) };
+}
+
+describe('findings, against a DNS server the test controls', function () {
+  let server;
+  before(async function () {
+    requireNamespace(this);
+    server = await createDnsServer({ address: '127.0.0.2', port: 53 });
+    server.setName('slow.find.test', { a: '127.0.0.1', delayMs: 300 });
+    server.setName('dropped.find.test', { a: '127.0.0.1', dropFirst: 1 });
+    server.setName('api.corp.find.test', { a: '127.0.0.1' });
+    server.setName('*.find.test', { a: '127.0.0.1' });
+  });
+  after(async () => {
+    if (server) await server.close();
+  });
+
+  it('threadpool-dns-saturated: 20 concurrent 300 ms lookups on 2 DNS slots, with the pool size that would have sufficed', async () => {
+    const { byId } = await scenario('saturated');
+    const f = byId['threadpool-dns-saturated'];
+    assert.ok(f, `findings: ${Object.keys(byId)}`);
+    assert.equal(f.evidence.dnsSlots, 2);
+    assert.equal(f.evidence.threadpoolSize, 4);
+    assert.equal(f.evidence.peakPendingLookups, 20);
+    assert.equal(f.evidence.peakQueuedLookups, 18);
+    // The probe behind 18 queued lookups waits ~9 rounds of 300 ms at most; at least one round.
+    assert.ok(f.evidence.maxQueueWaitSeconds > 0.25, `wait ${f.evidence.maxQueueWaitSeconds}`);
+    assert.match(f.advice[0], /UV_THREADPOOL_SIZE to 39: \(size\+1\)\/2 = 20 DNS slots/);
+    // The same name 20 times at once: nothing coalesces them.
+    assert.ok(byId['dns-no-cache']);
+    assert.equal(byId['dns-no-cache'].evidence.hostnames[0].name, 'slow.find.test');
+    assert.equal(byId['dns-no-cache'].evidence.hostnames[0].maxInFlight, 20);
+    assert.match(byId['dns-no-cache'].evidence.hostnames[0].callers[0].caller, /findings-app\.js:\d+$/);
+  });
+
+  it('dns-resolver-timeout: a dropped query costs one resolv.conf timeout, and the finding cites timeout and attempts', async () => {
+    const { byId } = await scenario('timeout', { conf: { timeout: 1, attempts: 3 } });
+    const f = byId['dns-resolver-timeout'];
+    assert.ok(f, `findings: ${Object.keys(byId)}`);
+    assert.deepEqual(f.evidence.hostnames, [{ name: 'dropped.find.test', lookups: 1 }]);
+    assert.equal(f.evidence.resolvConf.timeout, 1);
+    assert.equal(f.evidence.resolvConf.attempts, 3);
+    assert.deepEqual(f.evidence.resolvConf.nameservers, ['127.0.0.2']);
+    assert.match(f.summary, /resolv\.conf timeout \(1 s\)/);
+  });
+
+  it('dns-search-expansion: a name with fewer dots than ndots goes through the search list first', async () => {
+    server.reset();
+    const { byId } = await scenario('search', { conf: { search: 'corp.find.test', ndots: 2 } });
+    const f = byId['dns-search-expansion'];
+    assert.ok(f, `findings: ${Object.keys(byId)}`);
+    assert.deepEqual(f.evidence.hostnames.map((h) => h.name), ['api']);
+    assert.equal(f.evidence.ndots, 2);
+    // Ground truth: the server saw the expanded name for `api`, and the bare name never.
+    assert.ok(server.count('api.corp.find.test') >= 1);
+    assert.equal(server.count('api'), 0);
+  });
+
+  it('eventloop-blocked: a 250 ms block', async () => {
+    const { byId } = await scenario('blocked');
+    const f = byId['eventloop-blocked'];
+    assert.ok(f, `findings: ${Object.keys(byId)}`);
+    assert.ok(f.evidence.maxDelaySeconds > 0.2 && f.evidence.maxDelaySeconds < 0.4, `max ${f.evidence.maxDelaySeconds}`);
+  });
+
+  it('a healthy service under load (keep-alive, a cached connection pool) gets no finding', async () => {
+    const { snapshot } = await scenario('healthy');
+    assert.deepEqual(snapshot.findings, []);
+    const host = snapshot.details.dns.hosts.find((h) => h.name === 'fast.find.test');
+    assert.ok(!host || host.totalLookups <= 4, 'one lookup per connection');
+  });
+});
