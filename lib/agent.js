@@ -4,6 +4,8 @@ const { createResourcesSampler, countTypes } = require('./samplers/resources');
 const { createThreadpoolSampler } = require('./samplers/threadpool');
 const { createEventLoopSampler } = require('./samplers/eventloop');
 const { createDnsSampler } = require('./samplers/dns');
+const { createConnectionsSampler } = require('./samplers/connections');
+const { createMemorySampler } = require('./samplers/memory');
 const { reportError, errorCountsSnapshot } = require('./report');
 const { readResolverConfig } = require('./resolver');
 const { createFindingsEngine } = require('./findings');
@@ -40,6 +42,8 @@ class Agent {
       this.#safely('sampler:threadpool', () => createThreadpoolSampler({ lookup: dns ? dns.originalLookup : undefined })),
       this.#safely('sampler:eventloop', () => createEventLoopSampler()),
       dns,
+      this.#safely('sampler:connections', () => createConnectionsSampler()),
+      this.#safely('sampler:memory', () => createMemorySampler()),
     ];
     this.samplers = samplers.filter(Boolean);
     for (const name of this.options.exporters) {

@@ -11,6 +11,9 @@ const LIMITS = Object.freeze({
   concurrentDuplicates: 5, // lookups of one name started while another was in flight, per interval
   eventLoopBlockedS: 0.1, // one delay this long
   eventLoopP99S: 0.05,
+  keepAliveMinRequests: 20, // requests to one host in the window before judging its reuse
+  newConnectionShare: 0.9, // at least this share of them opened a new connection
+  heapShareOfContainer: 0.9, // a heap limit this close to the container's leaves no room for the rest
 });
 
 /**
@@ -42,6 +45,8 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
         dnsNoCache(window, lim),
         dnsSearchExpansion(window, sample.details.resolver),
         eventLoopBlocked(window, lim),
+        httpNoKeepAlive(window, lim),
+        heapLimitAboveContainer(summary, lim),
       ].filter(Boolean);
     },
   };
@@ -69,6 +74,9 @@ function summarize(sample, previous, previousTime) {
     delayMax: value('nodejs.eventloop.delay.max'),
     delayP99: value('nodejs.eventloop.delay.p99'),
     hosts: (sample.details.dns && sample.details.dns.hosts) || [],
+    connections: sample.details.connections || null,
+    heapLimit: value('v8js.memory.heap.limit'),
+    containerLimit: value('nodejs.memory.constrained'),
   };
 }
 
@@ -80,9 +88,9 @@ function threadpoolDnsSaturated(window, lim) {
   const hot = window.filter((s) => s.queuedDns > 0 && (s.probeStuck || (s.dnsWaitMean !== null && s.dnsWaitMean >= lim.dnsWaitS)));
   if (hot.length < lim.dnsSaturatedIntervals) return null;
   const last = window[window.length - 1];
-  const peakPending = Math.max(...hot.map((s) => s.pendingDns));
-  const peakQueued = Math.max(...hot.map((s) => s.queuedDns));
-  const waits = hot.map((s) => s.dnsWaitMean).filter((w) => w !== null);
+  const peakPending = Math.max(...window.map((s) => s.pendingDns));
+  const peakQueued = Math.max(...window.map((s) => s.queuedDns));
+  const waits = window.map((s) => s.dnsWaitMean).filter((w) => w !== null);
   const maxWait = waits.length ? Math.max(...waits) : null;
   // (size+1)/2 slots must cover the peak of concurrent lookups.
   const suggested = Math.min(1024, Math.max(last.size + 1, 2 * peakPending - 1));
@@ -199,6 +207,58 @@ function eventLoopBlocked(window, lim) {
     advice: [
       'Move CPU-heavy work (JSON of large bodies, crypto, compression, templating) to worker_threads or another service, or split it into chunks that yield (setImmediate).',
       'Look for synchronous I/O (fs.*Sync, child_process.*Sync) on request paths.',
+    ],
+  };
+}
+
+function httpNoKeepAlive(window, lim) {
+  const byHost = new Map();
+  let lookups = 0;
+  let connections = 0;
+  for (const s of window) {
+    for (const h of s.hosts) lookups += h.lookups;
+    if (!s.connections) continue;
+    connections += s.connections.connections;
+    for (const h of s.connections.hosts) {
+      const t = byHost.get(h.host) || { host: h.host, requests: 0, newConnections: 0 };
+      t.requests += h.requests;
+      t.newConnections += h.newConnections;
+      byHost.set(h.host, t);
+    }
+  }
+  const hot = [...byHost.values()]
+    .filter((h) => h.requests >= lim.keepAliveMinRequests && h.newConnections / h.requests >= lim.newConnectionShare)
+    .sort((a, b) => b.requests - a.requests);
+  if (hot.length === 0) return null;
+  const worst = hot[0];
+  return {
+    id: 'http-no-keepalive',
+    severity: 'warning',
+    summary: `${worst.newConnections} of ${worst.requests} requests to ${worst.host} opened a new connection: keep-alive is off, so each request pays for a DNS lookup and a TCP (and TLS) handshake.`,
+    evidence: {
+      hosts: hot.slice(0, 10),
+      lookupsPerNewConnection: connections > 0 ? round(lookups / connections) : null,
+    },
+    advice: [
+      'Use an agent with keepAlive: true (new http.Agent({ keepAlive: true })), do not send Connection: close, and let the server keep connections open (keepAliveTimeout).',
+      'For fetch/undici, reuse one dispatcher (the global one or an Agent/Pool) rather than a new one per request.',
+    ],
+  };
+}
+
+function heapLimitAboveContainer(last, lim) {
+  if (!last.containerLimit || !last.heapLimit) return null;
+  if (last.heapLimit < lim.heapShareOfContainer * last.containerLimit) return null;
+  const mb = (b) => Math.round(b / 1048576);
+  const suggested = Math.floor((last.containerLimit * 0.75) / 1048576);
+  return {
+    id: 'heap-limit-above-container',
+    severity: last.heapLimit >= last.containerLimit ? 'critical' : 'warning',
+    summary: `The V8 heap may grow to ${mb(last.heapLimit)} MiB but the container allows ${mb(last.containerLimit)} MiB: the process is OOM-killed before V8 collects garbage hard or reports heap exhaustion.`,
+    evidence: { heapLimitBytes: last.heapLimit, containerLimitBytes: last.containerLimit },
+    advice: [
+      `Set --max-old-space-size=${suggested} (about 75 % of the container limit, leaving room for buffers, native memory and code), e.g. NODE_OPTIONS=--max-old-space-size=${suggested}.`,
+      'Or raise the container memory limit to fit the heap limit plus off-heap memory.',
     ],
   };
 }

@@ -15,6 +15,12 @@ const QUEUE_WAIT_BUCKETS = Object.freeze([0.0001, 0.00025, 0.0005, 0.001, 0.0025
 /** Upper bounds for event-loop delay (lateness of a 10 ms timer). */
 const EVENTLOOP_BUCKETS = Object.freeze([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
 
+/** Upper bounds for outgoing connect phases (DNS lookup, TCP handshake). */
+const CONNECT_BUCKETS = Object.freeze([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 4, 6, 9, 11, 20, 30]);
+
+/** Upper bounds for GC pauses. */
+const GC_BUCKETS = Object.freeze([0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1]);
+
 /**
  * @typedef {object} MetricDef
  * @property {string} name canonical dotted name
@@ -58,6 +64,15 @@ const CATALOG = Object.freeze([
   def('dns.lookup.duration', 'histogram', 's', ['dns.question.name', 'error.type'],
     'Duration of each dns.lookup (getaddrinfo) made by the app, by hostname (bounded; the rest under _other) and error code (empty on success).',
     DNS_BUCKETS),
+  def('nodejs.net.connect.duration', 'histogram', 's', ['nodejs.net.connect.phase'],
+    'Outgoing TCP connections: time from the socket\'s creation to its lookup event (phase dns) and from there to connect (phase tcp; from creation when no lookup was needed).',
+    CONNECT_BUCKETS),
+  def('nodejs.http.client.requests', 'counter', '{request}', ['nodejs.http.client', 'nodejs.http.connection.reused'],
+    'Outgoing HTTP requests by client (http: http/https modules; fetch: undici) and whether they reused a kept-alive connection.'),
+  def('v8js.memory.heap.limit', 'gauge', 'By', [], 'V8 heap size limit (--max-old-space-size and the young generation).'),
+  def('nodejs.memory.constrained', 'gauge', 'By', [],
+    'Memory the process may use under its cgroup (container) limit, from process.constrainedMemory(); absent when there is no limit.'),
+  def('v8js.gc.duration', 'histogram', 's', ['v8js.gc.type'], 'Garbage-collection pauses by kind (major, minor, incremental, weakcb).', GC_BUCKETS),
   def('uvscope.errors', 'counter', '{error}', ['uvscope.component'],
     'Failures inside uvscope itself, by component; the app is never affected.'),
 ]);
@@ -72,6 +87,10 @@ const SHORT_NAMES = Object.freeze({
   'nodejs.uv.threadpool.kind': 'kind',
   'nodejs.uv.threadpool.queue': 'queue',
   'uvscope.component': 'component',
+  'nodejs.net.connect.phase': 'phase',
+  'nodejs.http.client': 'client',
+  'nodejs.http.connection.reused': 'reused',
+  'v8js.gc.type': 'type',
 });
 
 /**
@@ -97,4 +116,4 @@ function metric(name) {
   return m;
 }
 
-module.exports = { CATALOG, metric, shortName, DNS_BUCKETS, QUEUE_WAIT_BUCKETS, EVENTLOOP_BUCKETS };
+module.exports = { CATALOG, metric, shortName, CONNECT_BUCKETS, GC_BUCKETS, DNS_BUCKETS, QUEUE_WAIT_BUCKETS, EVENTLOOP_BUCKETS };

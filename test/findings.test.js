@@ -81,6 +81,50 @@ describe('findings, against a DNS server the test controls', function () {
     assert.ok(f.evidence.maxDelaySeconds > 0.2 && f.evidence.maxDelaySeconds < 0.4, `max ${f.evidence.maxDelaySeconds}`);
   });
 
+  it('http-no-keepalive: 40 requests, 40 new connections, one lookup each', async () => {
+    const { byId, snapshot } = await scenario('noKeepAlive');
+    const f = byId['http-no-keepalive'];
+    assert.ok(f, `findings: ${Object.keys(byId)}`);
+    assert.deepEqual(f.evidence.hosts, [{ host: 'fast.find.test', requests: 40, newConnections: 40 }]);
+    assert.equal(f.evidence.lookupsPerNewConnection, 1);
+    const tcp = snapshot.points.find((p) => p.name === 'nodejs.net.connect.duration' && p.attributes['nodejs.net.connect.phase'] === 'dns');
+    assert.equal(tcp.histogram.count, 40, 'a connect with a DNS part for each request');
+  });
+
+  it('heap-limit-above-container: a 512 MiB heap limit in a 256 MiB cgroup, and none with a 128 MiB heap', async function () {
+    const cgroup = '/sys/fs/cgroup/memory/uvscope-test-' + process.pid;
+    try {
+      require('fs').mkdirSync(cgroup);
+      require('fs').writeFileSync(`${cgroup}/memory.limit_in_bytes`, String(256 * 1048576));
+    } catch (err) {
+      if (process.env.CI) throw new Error(`a cgroup v1 memory controller is required in CI: ${err.message}`);
+      this.skip();
+    }
+    try {
+      const run = async (heapMb) => {
+        const port = await freePort();
+        const r = await runInNamespace({
+          resolvConf: resolvConf({ nameserver: '127.0.0.2' }),
+          command: 'sh',
+          args: ['-c', `echo $$ > ${cgroup}/cgroup.procs && exec "$0" "$@"`, process.execPath, `--max-old-space-size=${heapMb}`, '--require', REGISTER, path.join(FIXTURES, 'findings-app.js')],
+          env: { UVSCOPE_PROMETHEUS_PORT: String(port), UVSCOPE_INTERVAL_MS: '200', FIXTURE_SCENARIO: 'idle' },
+        });
+        assert.equal(r.code, 0, r.stderr);
+        return lastJson(r.stdout);
+      };
+      const big = await run(512);
+      const f = big.findings.find((x) => x.id === 'heap-limit-above-container');
+      assert.ok(f, JSON.stringify(big.findings));
+      assert.equal(f.evidence.containerLimitBytes, 256 * 1048576);
+      assert.equal(f.severity, 'critical');
+      assert.match(f.advice[0], /--max-old-space-size=192/);
+      const small = await run(128);
+      assert.deepEqual(small.findings.map((x) => x.id), []);
+    } finally {
+      require('fs').rmdirSync(cgroup);
+    }
+  });
+
   it('a healthy service under load (keep-alive, a cached connection pool) gets no finding', async () => {
     const { snapshot } = await scenario('healthy');
     assert.deepEqual(snapshot.findings, []);
