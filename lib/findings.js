@@ -85,7 +85,14 @@ function find(points, name, attrs = {}) {
 }
 
 function threadpoolDnsSaturated(window, lim) {
-  const hot = window.filter((s) => s.queuedDns > 0 && (s.probeStuck || (s.dnsWaitMean !== null && s.dnsWaitMean >= lim.dnsWaitS)));
+  // A blocked event loop delays the probe's callback and keeps finished lookups counted as
+  // pending until their callbacks run: only a wait beyond the loop's own delay is queueing.
+  const hot = window.filter((s) => {
+    const loop = s.delayMax || 0;
+    const stuck = s.probeStuck && loop < s.seconds / 2;
+    const waited = s.dnsWaitMean !== null && s.dnsWaitMean >= lim.dnsWaitS + loop;
+    return s.queuedDns > 0 && (stuck || waited);
+  });
   if (hot.length < lim.dnsSaturatedIntervals) return null;
   const last = window[window.length - 1];
   const peakPending = Math.max(...window.map((s) => s.pendingDns));
@@ -109,7 +116,9 @@ function threadpoolDnsSaturated(window, lim) {
       topHostnames: topHosts(window, (h) => h.lookups).slice(0, 5),
     },
     advice: [
-      `Raise UV_THREADPOOL_SIZE to ${suggested}: (size+1)/2 = ${Math.floor((suggested + 1) / 2)} DNS slots would have covered the peak of ${peakPending} concurrent lookups. Set it in the environment or at the very top of the app, before anything uses the pool.`,
+      2 * peakPending - 1 <= 1024
+        ? `Raise UV_THREADPOOL_SIZE to ${suggested}: (size+1)/2 = ${Math.floor((suggested + 1) / 2)} DNS slots would have covered the peak of ${peakPending} concurrent lookups. Set it in the environment or at the very top of the app, before anything uses the pool.`
+        : `Even the largest pool, UV_THREADPOOL_SIZE=1024 (512 DNS slots), cannot cover a peak of ${peakPending} concurrent lookups: the lookups themselves have to go (cache them, or use IP addresses).`,
       'Cache and coalesce lookups (one lookup per hostname and TTL, concurrent callers share it).',
       'Reuse connections (keep-alive) so each request does not start with a lookup.',
     ],
@@ -155,7 +164,8 @@ function dnsNoCache(window, lim) {
   if (hot.length === 0) return null;
   const callers = callersOf(window);
   const worst = hot[0];
-  const who = (callers.get(worst.name) || [])[0];
+  // Lookups that start on a later tick (dgram's first send, say) have no app frame on the stack.
+  const who = (callers.get(worst.name) || []).find((c) => c.caller !== '(unknown)');
   return {
     id: 'dns-no-cache',
     severity: 'warning',

@@ -75,7 +75,10 @@ function createDnsSampler(options = {}) {
     if (host.inFlight > host.interval.maxInFlight) host.interval.maxInFlight = host.inFlight;
     if (host.lookups === 0 || callerBudget > 0) {
       if (host.lookups !== 0) callerBudget--;
-      ctx.caller = captureCaller();
+      // Counted when the lookup starts (a backlog may hold it for long); timed when it ends.
+      let c = host.callers.get((ctx.caller = captureCaller()));
+      if (!c && host.callers.size < MAX_CALLERS) host.callers.set(ctx.caller, (c = { count: 0, seconds: 0 }));
+      if (c) c.count++;
     }
     host.lookups++;
     host.interval.lookups++;
@@ -118,12 +121,8 @@ function createDnsSampler(options = {}) {
       const conf = resolver();
       if (conf && resolverTimeouts(seconds, conf.timeout) > 0) host.interval.timeouts++;
       if (ctx.caller !== null) {
-        let c = host.callers.get(ctx.caller);
-        if (!c && host.callers.size < MAX_CALLERS) host.callers.set(ctx.caller, (c = { count: 0, seconds: 0 }));
-        if (c) {
-          c.count++;
-          c.seconds += seconds;
-        }
+        const c = host.callers.get(ctx.caller);
+        if (c) c.seconds += seconds;
       }
       if (endChannel.hasSubscribers) endChannel.publish({ hostname: ctx.hostname, name: host.name, errorType, seconds });
     } catch (e) {

@@ -1,0 +1,114 @@
+'use strict';
+// The incident lab's plumbing: a DNS server on 127.0.0.2:53 whose answers the lab controls, and
+// apps run with uvscope preloaded in a private mount namespace whose resolv.conf points at it
+// (the machine's /etc/resolv.conf is never touched). Everything stays on 127.0.0.0/8.
+const http = require('http');
+const path = require('path');
+const { spawn } = require('child_process');
+const { createDnsServer } = require('../../test/helpers/dns-server');
+const { namespaceSupport, spawnInNamespace, resolvConf } = require('../../test/helpers/namespace');
+const { freePort, cleanEnv } = require('../../test/helpers/child');
+
+const REGISTER = path.join(__dirname, '..', '..', 'register.js');
+const DNS_ADDRESS = '127.0.0.2';
+
+/** Whether the lab can run its own DNS server and namespace here, and if not, why. */
+function labSupport() {
+  return namespaceSupport();
+}
+
+/** The lab's DNS server (names set by each incident). */
+function startDns() {
+  return createDnsServer({ address: DNS_ADDRESS, port: 53 });
+}
+
+/**
+ * Start an app with uvscope preloaded. Resolves once the app prints its first JSON line.
+ * @param {{ app: string, env?: object, conf?: object, namespace?: boolean }} options
+ */
+async function startApp({ app, env = {}, conf = {}, namespace = true }) {
+  const metricsPort = await freePort();
+  const fullEnv = cleanEnv({ UVSCOPE_PROMETHEUS_PORT: String(metricsPort), UVSCOPE_INTERVAL_MS: '250', ...env });
+  const args = ['--require', REGISTER, path.join(__dirname, 'apps', app)];
+  const stdio = ['ignore', 'pipe', 'inherit'];
+  const child = namespace
+    ? spawnInNamespace({ resolvConf: resolvConf({ nameserver: DNS_ADDRESS, ...conf }), args, env: fullEnv, stdio })
+    : spawn(process.execPath, args, { env: fullEnv, stdio });
+  const ready = await new Promise((resolve, reject) => {
+    let buf = '';
+    const onData = (d) => {
+      buf += d;
+      const nl = buf.indexOf('\n');
+      if (nl === -1) return;
+      child.stdout.off('data', onData);
+      child.stdout.resume();
+      try {
+        resolve(JSON.parse(buf.slice(0, nl)));
+      } catch (err) {
+        reject(err);
+      }
+    };
+    child.stdout.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${app} exited (${code}) before it was ready`)));
+  });
+  const get = async (p) => (await fetch(`http://127.0.0.1:${metricsPort}${p}`)).json();
+  return {
+    pid: child.pid,
+    ready,
+    metricsPort,
+    snapshot: () => get('/snapshot.json'),
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      process.kill(child.pid, 'SIGKILL');
+      await exited;
+    },
+  };
+}
+
+/**
+ * Drive `concurrency` clients against an HTTP server for `seconds`; returns requests done.
+ * @param {number} port
+ */
+async function load(port, { seconds, concurrency }) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const stopAt = Date.now() + seconds * 1000;
+  let done = 0;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (Date.now() < stopAt) {
+      await new Promise((resolve) => http.get({ host: '127.0.0.1', port, agent, timeout: 10000 }, (res) => {
+        res.resume();
+        res.on('end', resolve);
+      }).on('error', resolve));
+      done++;
+    }
+  }));
+  agent.destroy();
+  return done;
+}
+
+/** An HTTP server on 127.0.0.1 standing in for upstream services. */
+async function startUpstream() {
+  const server = http.createServer((req, res) => res.end('upstream\n')).listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  return { port: server.address().port, close: () => new Promise((r) => server.close(r)) };
+}
+
+/** A value from a snapshot's points. */
+function value(snapshot, name, attributes = {}) {
+  const p = snapshot.points.find((x) => x.name === name && Object.entries(attributes).every(([k, v]) => x.attributes[k] === v));
+  return p ? (p.histogram || p.value) : undefined;
+}
+
+/** Print findings the way `uvscope report` does, indented. */
+function printFindings(print, snapshot) {
+  if (snapshot.findings.length === 0) print('    uvscope: no findings.');
+  for (const f of snapshot.findings) {
+    print(`    uvscope [${f.severity}] ${f.id}: ${f.summary}`);
+    print(`      -> ${f.advice[0]}`);
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+module.exports = { labSupport, startDns, startApp, load, startUpstream, value, printFindings, sleep, REGISTER };

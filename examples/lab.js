@@ -1,0 +1,25 @@
+'use strict';
+// npm start [-- wolt|klarna|ko|zooz]: the incident lab. Each write-up in shared/incidents,
+// reproduced for real against a DNS server the lab runs, with uvscope attached, and what uvscope
+// found. Runs on 127.0.0.0/8 only.
+const INCIDENTS = ['wolt', 'klarna', 'ko', 'zooz'];
+
+async function main() {
+  const chosen = process.argv.slice(2);
+  const unknown = chosen.filter((c) => !INCIDENTS.includes(c));
+  if (unknown.length) {
+    console.error(`unknown incident ${unknown.join(', ')}; choose from ${INCIDENTS.join(', ')}`);
+    process.exitCode = 2;
+    return;
+  }
+  for (const name of chosen.length ? chosen : INCIDENTS) {
+    await require(`./incidents/${name}`).run();
+    console.log('');
+  }
+  console.log('Your own app: node --require uvscope/register app.js, then curl 127.0.0.1:9464/metrics or npx uvscope report');
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});

@@ -1,0 +1,49 @@
+'use strict';
+
+const assert = require('node:assert/strict');
+const { requireNamespace } = require('../helpers/namespace');
+
+const quiet = { print: () => {} };
+
+describe('the incident lab (examples/incidents)', function () {
+  describe('with the lab\'s DNS server', function () {
+    before(function () {
+      requireNamespace(this);
+    });
+
+    it('wolt: threadpool-dns-saturated at pool 4 and not at 64, and the DNS queue wait shows the difference', async () => {
+      const r = await require('../../examples/incidents/wolt').run({ ...quiet, seconds: 2 });
+      assert.ok(r[4].findings.includes('threadpool-dns-saturated'), r[4].findings.join());
+      assert.ok(!r[64].findings.includes('threadpool-dns-saturated'), r[64].findings.join());
+      assert.ok(r[4].dnsQueueWaitMean > 0.1, `pool 4 waits ${r[4].dnsQueueWaitMean} s`);
+      assert.ok(r[64].dnsQueueWaitMean < r[4].dnsQueueWaitMean / 10, `pool 64 waits ${r[64].dnsQueueWaitMean} s`);
+      // With no queue, a lookup takes what the DNS server takes (30 ms).
+      assert.ok(r[64].lookupMean > 0.029 && r[64].lookupMean < 0.06, `lookup mean ${r[64].lookupMean}`);
+    });
+
+    it('klarna: hot-shots with a hostname piles up thousands of GetAddrInfoReqWrap; dns-no-cache names hot-shots', async () => {
+      const r = await require('../../examples/incidents/klarna').run({ ...quiet, seconds: 3 });
+      assert.ok(r.backlog > 1000, `backlog ${r.backlog}`);
+      assert.ok(r.findings.includes('threadpool-dns-saturated'), r.findings.join());
+      assert.ok(r.findings.includes('dns-no-cache'), r.findings.join());
+      assert.equal(r.caller, 'hot-shots');
+    });
+
+    it('ko: a lost first query makes a 5 s lookup; dns-resolver-timeout cites timeout and attempts', async () => {
+      const r = await require('../../examples/incidents/ko').run(quiet);
+      assert.equal(r.slowLookups, 1);
+      assert.ok(r.lookups >= 5);
+      const f = r.snapshot.findings.find((x) => x.id === 'dns-resolver-timeout');
+      assert.ok(f, r.findings.join());
+      assert.equal(f.evidence.resolvConf.timeout, 5);
+      assert.equal(f.evidence.resolvConf.attempts, 2);
+    });
+  });
+
+  it('zooz: CPU-bound handlers and no keep-alive give eventloop-blocked and http-no-keepalive, and no threadpool finding', async () => {
+    const r = await require('../../examples/incidents/zooz').run({ ...quiet, seconds: 2 });
+    assert.ok(r.findings.includes('eventloop-blocked'), r.findings.join());
+    assert.ok(r.findings.includes('http-no-keepalive'), r.findings.join());
+    assert.ok(!r.findings.includes('threadpool-dns-saturated'), 'a blocked loop is not a DNS queue');
+  });
+});
