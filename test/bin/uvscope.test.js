@@ -36,3 +36,40 @@ describe('bin/uvscope', () => {
     assert.match(usage.stderr, /usage: uvscope/);
   });
 });
+
+describe('uvscope report', () => {
+  it('prints the findings of a running agent from /snapshot.json', async () => {
+    const port = await freePort();
+    const { spawn } = require('child_process');
+    const { cleanEnv, REGISTER } = require('../helpers/child');
+    // 200 lookups a second of one name: dns-no-cache.
+    const app = spawn(process.execPath, ['--require', REGISTER, '-e', `
+      const dns = require('dns');
+      setInterval(() => { for (let i = 0; i < 20; i++) dns.lookup('localhost', () => {}); }, 100);
+      console.log('ready');
+    `], { env: cleanEnv({ UVSCOPE_PROMETHEUS_PORT: String(port), UVSCOPE_INTERVAL_MS: '200' }), stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      await new Promise((r) => app.stdout.once('data', r));
+      await new Promise((r) => setTimeout(r, 1200));
+      const r = await runNode([BIN, 'report', '--url', `http://127.0.0.1:${port}/snapshot.json`]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /^uvscope report, pid \d+/);
+      assert.match(r.stdout, /threadpool: size 4, DNS slots 2/);
+      assert.match(r.stdout, /\[warning\] dns-no-cache: localhost is looked up \d+(\.\d)? times a second/);
+      const down = await runNode([BIN, 'report', '--url', `http://127.0.0.1:${await freePort()}/snapshot.json`]);
+      assert.equal(down.code, 1);
+      assert.match(down.stderr, /uvscope report: cannot read http:\/\/127\.0\.0\.1:\d+\/snapshot\.json/);
+    } finally {
+      process.kill(app.pid, 'SIGKILL');
+    }
+  });
+
+  it('UVSCOPE_REPORT_ON_EXIT=1 prints the report on stderr when the app exits', async () => {
+    const r = await runNode(['--require', path.join(ROOT, 'register.js'), '-e', 'const end = Date.now() + 200; while (Date.now() < end);'], {
+      env: { UVSCOPE_REPORT_ON_EXIT: '1', UVSCOPE_EXPORTERS: 'none' },
+    });
+    assert.equal(r.code, 0);
+    assert.match(r.stderr, /^uvscope report, pid \d+/m);
+    assert.match(r.stderr, /threadpool: size 4/);
+  });
+});
