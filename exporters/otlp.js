@@ -1,0 +1,168 @@
+'use strict';
+
+const { endChannel } = require('../lib/samplers/dns');
+const { globalMeterProvider } = require('../lib/otel/global');
+const { createInstruments, runtimeNodeLoaded } = require('../lib/otel/instruments');
+const { warnOnce, countError, reportError } = require('../lib/report');
+
+// Observations made before uvscope has a provider to record them on (the app's SDK may start
+// after uvscope): kept, up to this many, and recorded once a provider is there.
+const MAX_PENDING = 10000;
+// In companion mode, how long to wait for the app's SDK before saying it is missing.
+const WARN_WAITING_MS = 10000;
+
+/**
+ * The OpenTelemetry exporter. Companion mode: uvscope's instruments live on the MeterProvider the
+ * app registered globally, so they leave through the app's readers with the app's resource.
+ * Standalone mode: uvscope builds its own provider from the SDK packages and the OTEL_* variables.
+ * In mode `auto` the choice is made at the first sample (after the app's preloads and top-level
+ * code), and a global provider that appears later still wins: uvscope flushes and closes its own
+ * provider and moves its instruments to the app's. Every lookup and every queue-wait probe is
+ * recorded as one histogram observation.
+ * @param {import('../lib/agent').Agent} agent
+ * @returns {{ name: string, export(snapshot: object): void, close(): Promise<void>, readonly mode: string|null }}
+ */
+function createExporter(agent) {
+  const { mode, runtimeMetrics } = agent.options.otlp;
+  let binding = null; // { provider, mode: 'companion'|'standalone', instruments, standalone }
+  let pending = [];
+  let sampled = false;
+  let closed = false;
+  let standaloneFailed = false;
+  const createdAt = Date.now();
+  const lastProbe = new Map(); // queue -> { count, sum } of the previous snapshot
+
+  function record(kind, seconds, attributes) {
+    if (binding) {
+      binding.instruments.record(kind, seconds, attributes);
+    } else if (pending === null) {
+      // uvscope's own provider could not be built: nothing is kept until an app provider appears.
+    } else if (pending.length < MAX_PENDING) {
+      pending.push([kind, seconds, attributes]);
+    } else {
+      countError('exporter:otlp');
+      warnOnce('UVSCOPE_OTLP_PENDING_FULL', `uvscope: ${MAX_PENDING} observations are waiting for an OpenTelemetry MeterProvider (UVSCOPE_OTLP_MODE=${mode}); later ones are dropped until one is registered`);
+    }
+  }
+
+  // Runs inside the app's dns.lookup callback path: diagnostics_channel rethrows a subscriber's
+  // error on the next tick, so nothing may escape.
+  function onLookup(event) {
+    try {
+      record('dns', event.seconds, { 'dns.question.name': event.name, 'error.type': event.errorType });
+    } catch (err) {
+      reportError('exporter:otlp', err);
+    }
+  }
+  endChannel.subscribe(onLookup);
+
+  function bind(provider, as, standalone) {
+    unbind();
+    const instruments = createInstruments(provider, agent, { runtimeMetrics: runtimeMetrics === 'on' || (runtimeMetrics === 'auto' && !runtimeNodeLoaded()) });
+    binding = { provider, mode: as, instruments, standalone };
+    if (standalone) process.on('SIGTERM', onSigterm);
+    const replay = pending || [];
+    pending = [];
+    for (const [kind, seconds, attributes] of replay) instruments.record(kind, seconds, attributes);
+  }
+
+  function unbind() {
+    if (!binding) return null;
+    const old = binding;
+    binding = null;
+    if (old.standalone) {
+      // Its last collection still reads agent.latest through the callbacks: shut down first.
+      process.removeListener('SIGTERM', onSigterm);
+      return old.standalone.shutdown().catch((err) => reportError('exporter:otlp', err));
+    }
+    old.instruments.close();
+    return null;
+  }
+
+  // Which provider uvscope's instruments belong on now. A global provider always wins (unless
+  // mode is standalone); uvscope's own is built only when none is there by the first sample.
+  function choose() {
+    const global = mode === 'standalone' ? undefined : globalMeterProvider();
+    if (global) {
+      if (!binding || binding.provider !== global) bind(global, 'companion');
+      return;
+    }
+    if (binding) return;
+    if (!standaloneFailed && (mode === 'standalone' || (mode === 'auto' && sampled))) {
+      const standalone = require('../lib/otel/standalone').createStandaloneProvider();
+      if (standalone) {
+        bind(standalone.provider, 'standalone', standalone);
+      } else {
+        standaloneFailed = true; // warned once; not retried every sample
+        pending = null;
+      }
+    } else if (mode === 'companion' && Date.now() - createdAt > WARN_WAITING_MS) {
+      warnOnce('UVSCOPE_OTLP_NO_PROVIDER', 'uvscope: UVSCOPE_OTLP_MODE=companion and no global OpenTelemetry MeterProvider is registered yet; uvscope\'s metrics are kept for it (up to a limit) and recorded once the app\'s SDK starts');
+    }
+  }
+
+  // On SIGTERM (standalone only): take a last sample, export it, then let the signal do what it
+  // would have done without us (exit) unless the app handles SIGTERM itself.
+  function onSigterm() {
+    process.removeListener('SIGTERM', onSigterm);
+    const current = binding;
+    const timeoutMs = current.standalone.settings.timeoutMs;
+    const reraise = () => {
+      if (process.listenerCount('SIGTERM') === 0) process.kill(process.pid, 'SIGTERM');
+    };
+    try {
+      if (typeof agent.sampleNow === 'function') agent.sampleNow();
+    } catch (err) {
+      reportError('exporter:otlp', err);
+    }
+    let timer;
+    const timeout = new Promise((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    Promise.race([current.standalone.shutdown(), timeout])
+      .catch((err) => reportError('exporter:otlp', err))
+      .finally(() => {
+        clearTimeout(timer);
+        reraise();
+      });
+  }
+
+  try {
+    choose();
+  } catch (err) {
+    reportError('exporter:otlp', err);
+  }
+
+  return {
+    name: 'otlp',
+    /** 'companion', 'standalone', or null while uvscope waits for a provider. */
+    get mode() {
+      return binding ? binding.mode : null;
+    },
+    export(snapshot) {
+      if (closed) return;
+      sampled = true;
+      choose();
+      // One probe per queue is in flight at a time and a new one starts only after a sample, so
+      // between two snapshots a queue's histogram gains at most one observation: the difference
+      // of the sums is that probe's wait, exactly.
+      for (const p of snapshot.points) {
+        if (p.name !== 'nodejs.uv.threadpool.queue_wait') continue;
+        const queue = p.attributes['nodejs.uv.threadpool.queue'];
+        const before = lastProbe.get(queue) || { count: 0, sum: 0 };
+        const added = p.histogram.count - before.count;
+        if (added === 1) record('queueWait', Math.max(0, p.histogram.sum - before.sum), p.attributes);
+        else if (added > 1) countError('exporter:otlp'); // cannot happen with one probe at a time; never guess values
+        lastProbe.set(queue, { count: p.histogram.count, sum: p.histogram.sum });
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      endChannel.unsubscribe(onLookup);
+      await unbind();
+    },
+  };
+}
+
+module.exports = { createExporter, MAX_PENDING };

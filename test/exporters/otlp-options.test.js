@@ -1,0 +1,46 @@
+'use strict';
+
+const assert = require('node:assert/strict');
+const { resolveOptions } = require('../../lib/options');
+const { standardSettings } = require('../../lib/otel/standalone');
+
+/** Run fn and collect the process warnings it emits (uvscope warns once per code and key). */
+function warnings(fn) {
+  const seen = [];
+  const original = process.emitWarning;
+  process.emitWarning = (message, opts) => seen.push({ message: String(message), code: opts && opts.code });
+  try {
+    return { result: fn(), seen };
+  } finally {
+    process.emitWarning = original;
+  }
+}
+
+describe('exporters/otlp settings', function () {
+  it('UVSCOPE_OTLP_MODE and UVSCOPE_OTLP_RUNTIME_METRICS: defaults, environment, options winning over it', () => {
+    assert.deepEqual(resolveOptions({}, {}).otlp, { mode: 'auto', runtimeMetrics: 'auto' });
+    assert.deepEqual(resolveOptions({}, { UVSCOPE_OTLP_MODE: ' Companion ', UVSCOPE_OTLP_RUNTIME_METRICS: 'false' }).otlp, { mode: 'companion', runtimeMetrics: 'off' });
+    assert.equal(resolveOptions({ otlp: { mode: 'standalone' } }, { UVSCOPE_OTLP_MODE: 'companion' }).otlp.mode, 'standalone');
+    assert.deepEqual(resolveOptions({}, { UVSCOPE_EXPORTERS: 'otlp,prometheus' }).exporters, ['otlp', 'prometheus']);
+  });
+
+  it('a bad value warns, naming the variable, the value and what is accepted, and uses the default', () => {
+    const { result, seen } = warnings(() => resolveOptions({}, { UVSCOPE_OTLP_MODE: 'sidecar-test', UVSCOPE_OTLP_RUNTIME_METRICS: 'constructor' }));
+    assert.deepEqual(result.otlp, { mode: 'auto', runtimeMetrics: 'auto' });
+    assert.ok(seen.some((w) => /UVSCOPE_OTLP_MODE="sidecar-test" is not valid: expected auto .*companion or standalone; using auto/.test(w.message)), JSON.stringify(seen));
+    assert.ok(seen.some((w) => /UVSCOPE_OTLP_RUNTIME_METRICS="constructor" is not valid/.test(w.message)), JSON.stringify(seen));
+  });
+
+  it('standard variables: protocol (metrics-specific first), interval, timeout clamped to the interval, OTEL_SDK_DISABLED', () => {
+    assert.deepEqual(standardSettings({}), { disabled: false, protocol: 'http/protobuf', intervalMs: 60000, timeoutMs: 30000 });
+    assert.equal(standardSettings({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }).protocol, 'grpc');
+    assert.equal(standardSettings({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/json' }).protocol, 'http/json');
+    assert.deepEqual(standardSettings({ OTEL_METRIC_EXPORT_INTERVAL: '5000' }), { disabled: false, protocol: 'http/protobuf', intervalMs: 5000, timeoutMs: 5000 });
+    assert.equal(standardSettings({ OTEL_SDK_DISABLED: 'true' }).disabled, true);
+    const { result, seen } = warnings(() => standardSettings({ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/thrift-test', OTEL_METRIC_EXPORT_INTERVAL: '-5' }));
+    assert.equal(result.protocol, 'http/protobuf');
+    assert.equal(result.intervalMs, 60000);
+    assert.ok(seen.some((w) => /OTEL_EXPORTER_OTLP_PROTOCOL="http\/thrift-test" is not valid: expected http\/protobuf, http\/json, grpc; using http\/protobuf/.test(w.message)), JSON.stringify(seen));
+    assert.ok(seen.some((w) => /OTEL_METRIC_EXPORT_INTERVAL="-5" is not valid/.test(w.message)), JSON.stringify(seen));
+  });
+});
