@@ -2,7 +2,7 @@
 
 import type { Registry } from 'prom-client';
 
-export type ExporterName = 'prometheus';
+export type ExporterName = 'prometheus' | 'otlp' | 'datadog';
 
 export interface PrometheusOptions {
   /** Address the metrics server listens on (UVSCOPE_PROMETHEUS_HOST, default 127.0.0.1). */
@@ -25,6 +25,49 @@ export interface Options {
     /** Distinct hostnames kept as labels; the rest count as _other (UVSCOPE_DNS_MAX_NAMES, default 100). */
     maxNames?: number;
   };
+  /** Print the findings on stderr when the process exits (UVSCOPE_REPORT_ON_EXIT). */
+  reportOnExit?: boolean;
+  datadog?: DatadogOptions;
+  otlp?: {
+    /** UVSCOPE_OTLP_MODE, default 'auto'. */
+    mode?: 'auto' | 'companion' | 'standalone';
+    /** UVSCOPE_OTLP_RUNTIME_METRICS, default 'auto'. */
+    runtimeMetrics?: 'auto' | 'on' | 'off';
+  };
+}
+
+export interface DatadogOptions {
+  /** DD_DOGSTATSD_URL: udp://host:port or unix:///path. */
+  url?: string;
+  /** DD_DOGSTATSD_HOST / DD_AGENT_HOST, default localhost. */
+  host?: string;
+  /** DD_DOGSTATSD_PORT, default 8125. */
+  port?: number;
+  service?: string;
+  env?: string;
+  version?: string;
+  /** DD_TAGS, as 'key:value' strings. */
+  tags?: string[] | string;
+  /** UVSCOPE_DATADOG_FLUSH_INTERVAL_MS, default 10000. */
+  flushIntervalMs?: number;
+  /** UVSCOPE_DATADOG_DNS_REFRESH_MS, default 60000. */
+  dnsRefreshMs?: number;
+  /** UVSCOPE_DATADOG_MAX_LOOKUPS_PER_SECOND, default 200. */
+  maxLookupsPerSecond?: number;
+  /** UVSCOPE_DATADOG_EVENT_LOOP, default 'auto'. */
+  eventLoop?: 'auto' | boolean;
+  /** UVSCOPE_DATADOG_TRACE_TAGS, default true. */
+  traceTags?: boolean;
+  /** An existing hot-shots client to send through. */
+  client?: import('hot-shots').StatsD;
+}
+
+export interface Finding {
+  readonly id: string;
+  readonly severity: 'info' | 'warning' | 'critical';
+  readonly summary: string;
+  readonly evidence: Readonly<Record<string, unknown>>;
+  readonly advice: readonly string[];
 }
 
 export interface HistogramData {
@@ -47,6 +90,9 @@ export interface Snapshot {
   readonly time: number;
   readonly intervalMs: number;
   readonly points: readonly Point[];
+  /** Per-sampler details (per-hostname DNS figures, connections, resolv.conf). */
+  readonly details: Readonly<Record<string, unknown>>;
+  readonly findings: readonly Finding[];
 }
 
 export interface MetricDef {

@@ -1,9 +1,10 @@
 'use strict';
 
 const { warnOnce, countError } = require('./report');
+const datadogSettings = require('./datadog/settings');
 
 /** Exporters this version knows (each is exporters/<name>.js). */
-const EXPORTERS = Object.freeze(['prometheus']);
+const EXPORTERS = Object.freeze(['prometheus', 'otlp', 'datadog']);
 
 const DEFAULTS = Object.freeze({
   disabled: false,
@@ -12,6 +13,22 @@ const DEFAULTS = Object.freeze({
   reportOnExit: false,
   prometheus: Object.freeze({ host: '127.0.0.1', port: 9464, registry: undefined }),
   dns: Object.freeze({ maxNames: 100 }),
+  datadog: Object.freeze({
+    url: undefined,
+    host: 'localhost',
+    port: 8125,
+    service: undefined,
+    env: undefined,
+    version: undefined,
+    tags: Object.freeze([]),
+    flushIntervalMs: 10000,
+    dnsRefreshMs: 60000,
+    maxLookupsPerSecond: 200,
+    eventLoop: 'auto',
+    traceTags: true,
+    client: undefined,
+  }),
+  otlp: Object.freeze({ mode: 'auto', runtimeMetrics: 'auto' }),
 });
 
 // One row per setting: where it lives in start(options), its environment variable, how to parse
@@ -24,6 +41,25 @@ const SETTINGS = Object.freeze([
   setting('prometheus.host', 'UVSCOPE_PROMETHEUS_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0'),
   setting('prometheus.port', 'UVSCOPE_PROMETHEUS_PORT', parseInteger(0, 65535), 'an integer port from 0 to 65535'),
   setting('dns.maxNames', 'UVSCOPE_DNS_MAX_NAMES', parseInteger(1, 100000), 'an integer from 1 to 100000'),
+  // --- datadog (exporters/datadog.js) ---
+  setting('datadog.url', 'DD_DOGSTATSD_URL', datadogSettings.parseUrl, 'udp://host[:port], unix:///path/to/dsd.socket or unixgram:///path/to/dsd.socket'),
+  setting('datadog.host', ['DD_DOGSTATSD_HOST', 'DD_AGENT_HOST'], parseHost, 'the Datadog Agent\'s hostname or IP address'),
+  setting('datadog.port', 'DD_DOGSTATSD_PORT', parseInteger(1, 65535), 'an integer port from 1 to 65535'),
+  setting('datadog.service', 'DD_SERVICE', datadogSettings.parseTagValue, 'a non-empty name of at most 200 characters'),
+  setting('datadog.env', 'DD_ENV', datadogSettings.parseTagValue, 'a non-empty name of at most 200 characters'),
+  setting('datadog.version', 'DD_VERSION', datadogSettings.parseTagValue, 'a non-empty name of at most 200 characters'),
+  setting('datadog.tags', 'DD_TAGS', datadogSettings.parseTags, 'tags separated by commas or spaces, e.g. team:dns,region:eu (no | or #)'),
+  setting('datadog.flushIntervalMs', 'UVSCOPE_DATADOG_FLUSH_INTERVAL_MS', parseInteger(1000, 3600000), 'an integer number of milliseconds from 1000 to 3600000'),
+  setting('datadog.dnsRefreshMs', 'UVSCOPE_DATADOG_DNS_REFRESH_MS', parseInteger(1000, 86400000), 'an integer number of milliseconds from 1000 to 86400000'),
+  setting('datadog.maxLookupsPerSecond', 'UVSCOPE_DATADOG_MAX_LOOKUPS_PER_SECOND', parseInteger(1, 100000), 'an integer from 1 to 100000'),
+  setting('datadog.eventLoop', 'UVSCOPE_DATADOG_EVENT_LOOP', datadogSettings.parseAutoBoolean, 'auto (off when dd-trace runtime metrics are on), true or false'),
+  setting('datadog.traceTags', 'UVSCOPE_DATADOG_TRACE_TAGS', parseBoolean, 'true/false, 1/0, yes/no'),
+  setting('datadog.client', [], datadogSettings.parseClient, 'a hot-shots StatsD client (gauge, increment and distribution methods)'),
+  // --- otlp (exporters/otlp.js) ---
+  setting('otlp.mode', 'UVSCOPE_OTLP_MODE', (raw) => ['auto', 'companion', 'standalone'].find((m) => m === String(raw).trim().toLowerCase()),
+    'auto (the app\'s global MeterProvider if it registers one, else uvscope\'s own), companion or standalone'),
+  setting('otlp.runtimeMetrics', 'UVSCOPE_OTLP_RUNTIME_METRICS', (raw) => new Map([['auto', 'auto'], ['on', 'on'], ['true', 'on'], ['off', 'off'], ['false', 'off']]).get(String(raw).trim().toLowerCase()),
+    'auto (off when @opentelemetry/instrumentation-runtime-node is loaded), on or off'),
 ]);
 
 /**

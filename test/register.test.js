@@ -101,7 +101,7 @@ describe('loading uvscope', function () {
     assert.equal(r.code, 0, r.stderr);
     const warnings = r.stderr.split('\n').filter((l) => l.includes('UVSCOPE_INVALID_OPTION'));
     assert.equal(warnings.length, 2, r.stderr);
-    assert.match(r.stderr, /UVSCOPE_EXPORTERS="prometheus,bogus" is not valid: expected a comma-separated list of prometheus, or none; using prometheus/);
+    assert.match(r.stderr, /UVSCOPE_EXPORTERS="prometheus,bogus" is not valid: expected a comma-separated list of prometheus(, [a-z]+)*, or none; using prometheus/);
     assert.match(r.stderr, /UVSCOPE_INTERVAL_MS="abc" is not valid: expected an integer number of milliseconds from 50 to 3600000; using 1000/);
     const samples = assertServed(r.stdout);
     assert.equal(sampleValue(samples, 'uvscope_errors_total', { component: 'options' }), 2);

@@ -1,0 +1,103 @@
+'use strict';
+
+const dnsModule = require('dns');
+const { warnOnce, countError } = require('../lib/report');
+const { threadpoolSize } = require('../lib/options');
+const { startChannel, endChannel } = require('../lib/samplers/dns');
+const { createSink } = require('../lib/datadog/transport');
+const { createSeriesFlusher, tag } = require('../lib/datadog/series');
+const { createLookupDistributions } = require('../lib/datadog/lookups');
+const { createSpanTagger } = require('../lib/datadog/spans');
+
+/**
+ * The DogStatsD exporter (UVSCOPE_EXPORTERS=datadog): gauges, counts and the queue-wait count/sum
+ * every flush interval (default 10 s, from snapshot times: no timer of its own), one distribution
+ * value per app lookup, and uvscope's context on dd-trace's dns.lookup spans.
+ *
+ * It never adds to the DNS problem it measures: the Agent's hostname is looked up once and then
+ * at most once per dnsRefreshMs, in the background, and never before the first sample (a lookup
+ * at preload time would start the threadpool before the app could set UV_THREADPOOL_SIZE).
+ *
+ * @param {import('../lib/agent').Agent} agent
+ * @returns {{ name: string, export(snapshot: object): void, close(): Promise<void>, sink: object }}
+ */
+function createExporter(agent) {
+  const o = agent.options.datadog;
+  const target = o.url || { protocol: 'udp', host: o.host, port: o.port };
+  const dnsSampler = agent.samplers.find((s) => s.name === 'dns');
+
+  const sink = createSink({
+    target,
+    globalTags: unifiedTags(o),
+    client: o.client,
+    lookup: (dnsSampler && dnsSampler.originalLookup) || dnsModule.lookup,
+    refreshMs: o.dnsRefreshMs,
+    onError,
+  });
+
+  const flushSeries = createSeriesFlusher({ sink, eventLoop: () => sendEventLoop(o.eventLoop) });
+  const lookups = createLookupDistributions({ sink, channel: endChannel, maxPerSecond: o.maxLookupsPerSecond });
+  const spans = o.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(agent) }) : null;
+  let lastFlush = -Infinity;
+
+  return {
+    name: 'datadog',
+    sink,
+    spans,
+    export(snapshot) {
+      sink.refresh(snapshot.time);
+      if (snapshot.time - lastFlush >= o.flushIntervalMs) {
+        lastFlush = snapshot.time;
+        flushSeries(snapshot);
+      }
+      // Lookup distributions gathered since the last sample leave now, many to a datagram.
+      sink.flush();
+    },
+    async close() {
+      lookups.close();
+      if (spans) spans.close();
+      await sink.close();
+    },
+  };
+}
+
+function unifiedTags(o) {
+  const tags = [...o.tags];
+  for (const key of ['service', 'env', 'version']) {
+    if (o[key] === undefined) continue;
+    const i = tags.findIndex((t) => t.startsWith(`${key}:`));
+    if (i !== -1) tags.splice(i, 1); // DD_SERVICE/DD_ENV/DD_VERSION win over the same key in DD_TAGS
+    tags.push(tag(key, o[key]));
+  }
+  return tags;
+}
+
+// dd-trace's runtime metrics already send event-loop delay (runtime.node.event_loop.delay.*).
+function sendEventLoop(setting) {
+  if (setting !== 'auto') return setting;
+  return !/^(1|true|yes|on)$/i.test(String(process.env.DD_RUNTIME_METRICS_ENABLED || '').trim());
+}
+
+function poolSize(agent) {
+  const latest = agent.latest;
+  if (latest) {
+    const p = latest.points.find((x) => x.name === 'nodejs.uv.threadpool.size');
+    if (p) return p.value;
+  }
+  return threadpoolSize(process.env.UV_THREADPOOL_SIZE);
+}
+
+function onError(what, err) {
+  countError('exporter:datadog');
+  if (what === 'uds-unavailable') {
+    warnOnce('UVSCOPE_DATADOG_UDS_UNAVAILABLE', 'uvscope: DD_DOGSTATSD_URL names a Unix socket, but the native unix-dgram module ' +
+      `(hot-shots' optional dependency) is not built for this Node.js (${err && err.message ? err.message.split('\n')[0] : err}). ` +
+      'Build it with `npm install-scripts approve unix-dgram && npm rebuild unix-dgram`, or use udp://. No metrics are sent to Datadog.');
+  } else if (what === 'resolve') {
+    warnOnce('UVSCOPE_DATADOG_AGENT_UNRESOLVED', `uvscope: cannot resolve the Datadog Agent's host (${err && (err.code || err.message)}); ` +
+      'the last good address is kept, and until there is one metrics are dropped. Check DD_AGENT_HOST / DD_DOGSTATSD_HOST / DD_DOGSTATSD_URL.');
+  }
+  // Send errors are dropped datagrams: counted, never a warning per packet.
+}
+
+module.exports = { createExporter };

@@ -1,0 +1,94 @@
+'use strict';
+
+const { CATALOG, shortName } = require('../metrics');
+
+const BY_NAME = new Map(CATALOG.map((m) => [m.name, m]));
+
+// Sent as they arrive instead (lib/datadog/lookups.js): one distribution value per lookup.
+const PER_LOOKUP = 'dns.lookup.duration';
+// The interval gauges nodejs.eventloop.delay.{min,max,mean,p50,p90,p99} carry it to Datadog.
+const EVENTLOOP_HISTOGRAM = 'nodejs.eventloop.delay';
+
+/**
+ * A DogStatsD tag value: the characters the protocol uses as separators (| , #), whitespace and
+ * ':' in a key become '_'; at most 200 characters, as Datadog keeps.
+ * @param {string} key
+ * @param {unknown} value
+ */
+function tag(key, value) {
+  const k = String(key).replace(/[|,#:\s]/g, '_');
+  const v = String(value).replace(/[|,#\s]/g, '_');
+  return `${k}:${v}`.slice(0, 200);
+}
+
+/**
+ * Per-point tags from a snapshot point's attributes, by their short names (type, kind, queue,
+ * component, dns_question_name, error_type). An empty value (error_type on success) is left out.
+ * @param {Readonly<Record<string, unknown>>} attributes
+ * @returns {string[]}
+ */
+function tagsOf(attributes) {
+  const out = [];
+  for (const [k, v] of Object.entries(attributes)) if (v !== '' && v !== undefined && v !== null) out.push(tag(shortName(k), v));
+  return out;
+}
+
+/**
+ * What one flush sends, from a snapshot: every gauge as a gauge; counters, and the count and sum
+ * of the threadpool queue-wait histogram, as DogStatsD counts of what happened since the last
+ * flush. Lookup durations go per lookup (distributions), not from here.
+ *
+ * @param {object} options
+ * @param {{gauge: Function, count: Function}} options.sink
+ * @param {() => boolean} options.eventLoop whether to send nodejs.eventloop.* now
+ */
+function createSeriesFlusher({ sink, eventLoop }) {
+  const previous = new Map(); // name + tags -> last cumulative value
+
+  function delta(key, value) {
+    const before = previous.get(key) || 0;
+    previous.set(key, value);
+    return value >= before ? value - before : value; // a reset (never expected) starts over
+  }
+
+  return function flush(snapshot) {
+    const withEventLoop = eventLoop();
+    let sent = 0;
+    for (const p of snapshot.points) {
+      const def = BY_NAME.get(p.name);
+      if (!def || p.name === PER_LOOKUP || p.name === EVENTLOOP_HISTOGRAM) continue;
+      if (!withEventLoop && p.name.startsWith('nodejs.eventloop.')) continue;
+      const tags = tagsOf(p.attributes);
+      const key = `${p.name}|${tags.join(',')}`;
+      if (p.histogram) {
+        sink.count(`${p.name}.count`, delta(`${key}|count`, p.histogram.count), tags);
+        sink.count(`${p.name}.sum`, delta(`${key}|sum`, p.histogram.sum), tags);
+        sent += 2;
+      } else if (def.type === 'counter') {
+        sink.count(p.name, delta(key, p.value), tags);
+        sent++;
+      } else if (Number.isFinite(p.value)) {
+        sink.gauge(p.name, p.value, tags);
+        sent++;
+      }
+    }
+    return sent;
+  };
+}
+
+/**
+ * Every metric name this exporter can send, with its DogStatsD type, derived from the catalog.
+ * @returns {{ name: string, type: 'g'|'c'|'d', from: string }[]}
+ */
+function sentMetrics() {
+  const out = [];
+  for (const m of CATALOG) {
+    if (m.name === EVENTLOOP_HISTOGRAM) continue;
+    if (m.name === PER_LOOKUP) out.push({ name: m.name, type: 'd', from: m.name });
+    else if (m.type === 'histogram') out.push({ name: `${m.name}.count`, type: 'c', from: m.name }, { name: `${m.name}.sum`, type: 'c', from: m.name });
+    else out.push({ name: m.name, type: m.type === 'counter' ? 'c' : 'g', from: m.name });
+  }
+  return out;
+}
+
+module.exports = { createSeriesFlusher, tagsOf, tag, sentMetrics };
