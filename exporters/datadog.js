@@ -72,7 +72,8 @@ function unifiedTags(o) {
   return tags;
 }
 
-// dd-trace's runtime metrics already send event-loop delay (runtime.node.event_loop.delay.*).
+// dd-trace's runtime metrics already send event-loop delay, heap and GC (runtime.node.event_loop.*,
+// runtime.node.heap.*, runtime.node.gc.*).
 function sendEventLoop(setting) {
   if (setting !== 'auto') return setting;
   return !/^(1|true|yes|on)$/i.test(String(process.env.DD_RUNTIME_METRICS_ENABLED || '').trim());

@@ -5,10 +5,13 @@ const path = require('path');
 const ROOT = path.resolve(__dirname, '..');
 // uvscope's own code (not its tests or examples, which stand in for apps).
 const OWN = [path.join(ROOT, 'lib') + path.sep, path.join(ROOT, 'exporters') + path.sep, path.join(ROOT, 'register.js')];
+// Instrumentation that wraps dns.lookup (tracers, their hooks): frames there are not the caller.
+const INSTRUMENTATION = /[\\/]node_modules[\\/](dd-trace|dc-polyfill|@datadog[\\/][^\\/]+|@opentelemetry[\\/]instrumentation[^\\/]*|require-in-the-middle|import-in-the-middle|shimmer)[\\/]/;
 
 /**
- * The app's call site of the current call: the first stack frame outside Node's internals and
- * outside uvscope, reduced to its package name (for code under node_modules) or file:line.
+ * The app's call site of the current call: the first stack frame outside Node's internals,
+ * uvscope and tracers' instrumentation (dd-trace, OpenTelemetry instrumentations), reduced to its
+ * package name (for code under node_modules) or file:line.
  * Costs a stack capture (some microseconds): callers sample it.
  * @returns {string} e.g. 'hot-shots', 'src/client.js:42', or '(unknown)'
  */
@@ -17,7 +20,7 @@ function captureCaller() {
   const limit = Error.stackTraceLimit;
   const prepare = Error.prepareStackTrace;
   try {
-    Error.stackTraceLimit = 30;
+    Error.stackTraceLimit = 40; // tracers' wrappers add frames before the app's
     // Structured call sites for this one capture only; the app's own prepareStackTrace (source
     // maps, say) is put back before anything else runs.
     Error.prepareStackTrace = (_, frames) => frames;
@@ -28,7 +31,7 @@ function captureCaller() {
       const file = frame.getFileName();
       if (!file || file.startsWith('node:') || !file.includes('/') && !file.includes('\\')) continue;
       const filePath = file.startsWith('file://') ? safeFileURLToPath(file) : file;
-      if (OWN.some((own) => filePath.startsWith(own))) continue;
+      if (OWN.some((own) => filePath.startsWith(own)) || INSTRUMENTATION.test(filePath)) continue;
       return describe(filePath, frame.getLineNumber());
     }
     return '(unknown)';

@@ -14,7 +14,7 @@ describe('callers', () => {
     assert.equal(describeFile(path.join(process.cwd(), 'src', 'client.js'), 42), path.join('src', 'client.js') + ':42');
   });
 
-  it('names the package that looked a name up, through net and http too', async () => {
+  it('names the package that looked a name up, through dgram too, past a tracer\'s wrapper', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'uvscope-callers-'));
     try {
       for (const [pkg, body] of [
@@ -22,6 +22,9 @@ describe('callers', () => {
         // and the lookup runs without the caller on the stack).
         `module.exports = () => { const s = require('dgram').createSocket('udp4'); s.bind(0, '127.0.0.1', () => s.send('x', 9, 'localhost', () => s.close())); };`],
         ['@acme/http-client', `module.exports = () => require('dns').lookup('localhost', () => {});`],
+        // A tracer that wraps dns.lookup over uvscope's wrapper: its frames are not the caller.
+        ['dd-trace', `const dns = require('dns'); const inner = dns.lookup;
+          dns.lookup = function lookup() { return inner.apply(this, arguments); };`],
       ]) {
         fs.mkdirSync(path.join(dir, 'node_modules', pkg), { recursive: true });
         fs.writeFileSync(path.join(dir, 'node_modules', pkg, 'index.js'), body);
@@ -29,6 +32,7 @@ describe('callers', () => {
       fs.writeFileSync(path.join(dir, 'app.js'), `
         const uvscope = require(${JSON.stringify(ROOT)});
         const agent = uvscope.start({ exporters: 'none', intervalMs: 3600000 });
+        require('dd-trace');
         require('statsd-like')();
         require('@acme/http-client')();
         require('dns').lookup('localhost', () => setTimeout(() => {
@@ -39,7 +43,7 @@ describe('callers', () => {
       `);
       const r = await runNode([path.join(dir, 'app.js')], { cwd: dir });
       assert.equal(r.code, 0, r.stderr);
-      assert.deepEqual(lastJson(r.stdout), ['@acme/http-client', 'app.js:6', 'statsd-like']);
+      assert.deepEqual(lastJson(r.stdout), ['@acme/http-client', 'app.js:7', 'statsd-like']);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

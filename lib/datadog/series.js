@@ -40,7 +40,7 @@ function tagsOf(attributes) {
  *
  * @param {object} options
  * @param {{gauge: Function, count: Function}} options.sink
- * @param {() => boolean} options.eventLoop whether to send nodejs.eventloop.* now
+ * @param {() => boolean} options.eventLoop whether to send nodejs.eventloop.* and v8js.* (heap, GC) now
  */
 function createSeriesFlusher({ sink, eventLoop }) {
   const previous = new Map(); // name + tags -> last cumulative value
@@ -57,7 +57,8 @@ function createSeriesFlusher({ sink, eventLoop }) {
     for (const p of snapshot.points) {
       const def = BY_NAME.get(p.name);
       if (!def || p.name === PER_LOOKUP || p.name === EVENTLOOP_HISTOGRAM) continue;
-      if (!withEventLoop && p.name.startsWith('nodejs.eventloop.')) continue;
+      // dd-trace's runtime metrics send event-loop delay, heap and GC (runtime.node.*) already.
+      if (!withEventLoop && (p.name.startsWith('nodejs.eventloop.') || p.name.startsWith('v8js.'))) continue;
       const tags = tagsOf(p.attributes);
       const key = `${p.name}|${tags.join(',')}`;
       if (p.histogram) {

@@ -1,46 +1,14 @@
 'use strict';
 
 const diagnosticsChannel = require('diagnostics_channel');
-const path = require('path');
 const { reportError } = require('../report');
+const { captureCaller } = require('../callers');
 
 // dd-trace's dns instrumentation publishes here (through dc-polyfill, which uses Node's own
 // channels) with ctx.args = [hostname, options?] and, once its dns plugin has bound the store,
 // ctx.currentStore.span = the dns.lookup span. See dd-trace-js
 // packages/datadog-instrumentations/src/dns.js and packages/datadog-plugin-dns/src/lookup.js.
 const DD_LOOKUP_START = 'apm:dns:lookup:start';
-
-const UVSCOPE_ROOT = path.resolve(__dirname, '..', '..') + path.sep;
-const SKIP_FRAME = /\(node:|\(internal\/|^\s*at node:|^\s*at internal\/|[\\/]node_modules[\\/](dd-trace|dc-polyfill|@datadog)[\\/]/;
-
-/**
- * The app frame that started a lookup: the first stack frame outside Node, uvscope and dd-trace,
- * as "function (path/relative/to/cwd.js:line)".
- * @param {string} stack
- * @returns {string|undefined}
- */
-function callerOf(stack) {
-  const lines = String(stack).split('\n').slice(1);
-  for (const line of lines) {
-    if (SKIP_FRAME.test(line) || line.includes(UVSCOPE_ROOT + 'lib' + path.sep)) continue;
-    const m = /^\s*at (?:(.*?) \()?(.*?):(\d+):\d+\)?$/.exec(line);
-    if (!m) continue;
-    const file = m[2].startsWith('file://') ? m[2].slice(7) : m[2];
-    const where = `${path.isAbsolute(file) ? path.relative(process.cwd(), file) : file}:${m[3]}`;
-    return m[1] ? `${m[1]} (${where})` : where;
-  }
-  return undefined;
-}
-
-function captureStack() {
-  const limit = Error.stackTraceLimit;
-  // uvscope's and dd-trace's wrappers add frames; keep enough to reach the app's.
-  Error.stackTraceLimit = 40;
-  const holder = {};
-  Error.captureStackTrace(holder, captureStack);
-  Error.stackTraceLimit = limit;
-  return holder.stack;
-}
 
 /**
  * Puts uvscope's context on the dns.lookup span dd-trace creates, so a slow lookup in an APM
@@ -80,8 +48,8 @@ function createSpanTagger({ startChannel, poolSize }) {
     span.setTag('uvscope.dns.queued_ahead', Math.max(0, inFlight - slots));
     span.setTag('uvscope.threadpool.dns_slots', slots);
     span.setTag('uvscope.threadpool.size', size);
-    const caller = callerOf(captureStack());
-    if (caller) span.setTag('uvscope.dns.caller', caller);
+    const caller = captureCaller();
+    if (caller !== '(unknown)') span.setTag('uvscope.dns.caller', caller);
     tagged++;
   }
 
@@ -131,4 +99,4 @@ function createSpanTagger({ startChannel, poolSize }) {
   };
 }
 
-module.exports = { createSpanTagger, callerOf, DD_LOOKUP_START };
+module.exports = { createSpanTagger, DD_LOOKUP_START };

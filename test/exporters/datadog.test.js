@@ -57,6 +57,7 @@ describe('exporters/datadog: DogStatsD to a receiver the test runs', function ()
     assert.ok(receiver.find('nodejs.uv.threadpool.queued', ['kind:dns']).length > 0);
     assert.ok(receiver.find('nodejs.uv.threadpool.queue_wait.count', ['queue:dns']).every((m) => m.type === 'c'));
     assert.ok(receiver.find('nodejs.eventloop.delay.p99').length > 0, 'event-loop gauges are sent when dd-trace runtime metrics are off');
+    assert.ok(receiver.find('v8js.memory.heap.limit').length > 0, 'and the heap limit');
     assert.equal(receiver.find('dns.lookup.duration.count').length, 0, 'lookup durations go per lookup, not as a histogram');
 
     // One distribution value per lookup, unsampled below the rate limit.
@@ -258,6 +259,8 @@ describe('exporters/datadog: companion to dd-trace (the real package)', function
         assert.deepEqual(receiver.find('dns.lookup.duration').map((m) => m.tags.find((t) => t.startsWith('dns_question_name:'))).sort(),
           names.map((n) => `dns_question_name:${n}`));
         assert.equal(receiver.find('nodejs.eventloop.delay.p99').length, 0, 'dd-trace runtime metrics already send event-loop delay');
+        assert.equal(receiver.find('v8js.memory.heap.limit').length, 0, 'nor the heap');
+        assert.equal(receiver.find('v8js.gc.duration.count').length, 0, 'nor GC pauses');
         assert.deepEqual(receiver.rejected.filter((x) => !x.line.startsWith('runtime.')), []);
       } finally {
         await receiver.close();
