@@ -124,6 +124,7 @@ async function createDnsServer(options = {}) {
       at: performance.timeOrigin + performance.now(),
       dropped: false,
       transport,
+      answeredAt: null,
     };
     queries.push(entry);
 
@@ -146,13 +147,18 @@ async function createDnsServer(options = {}) {
       return;
     }
     const delay = behaviour && behaviour.delayMs > 0 ? behaviour.delayMs : 0;
-    if (!delay) {
+    // When the answer really left: a busy test process can send it later than delayMs.
+    const answer = () => {
+      entry.answeredAt = performance.timeOrigin + performance.now();
       send(buf);
+    };
+    if (!delay) {
+      answer();
       return;
     }
     const timer = setTimeout(() => {
       timers.delete(timer);
-      if (!closed) send(buf);
+      if (!closed) answer();
     }, delay);
     timers.add(timer);
   }
