@@ -89,7 +89,8 @@ function createExporter(agent) {
     }
     if (binding) return;
     if (!standaloneFailed && (mode === 'standalone' || (mode === 'auto' && sampled))) {
-      const standalone = require('../lib/otel/standalone').createStandaloneProvider();
+      const dns = agent.samplers.find((x) => x.name === 'dns');
+      const standalone = require('../lib/otel/standalone').createStandaloneProvider({ lookup: dns && dns.originalLookup });
       if (standalone) {
         bind(standalone.provider, 'standalone', standalone);
       } else {

@@ -1,5 +1,6 @@
 'use strict';
 
+const { createOwnAgent } = require('../own-io');
 const { invalid, parseBoolean } = require('../options');
 const { warnOnce, countError } = require('../report');
 
@@ -50,10 +51,11 @@ function milliseconds(env, name, fallback) {
  * as the global provider, so an SDK the app starts later still can be.
  * @param {object} [options]
  * @param {NodeJS.ProcessEnv} [options.env]
+ * @param {Function} [options.lookup] dns.lookup before uvscope wrapped it, for the exporter's own lookups
  * @returns {{ provider: object, settings: object, shutdown(): Promise<void> } | null} null when
  *   OTEL_SDK_DISABLED is true or a package is missing (one warning says which)
  */
-function createStandaloneProvider({ env = process.env } = {}) {
+function createStandaloneProvider({ env = process.env, lookup } = {}) {
   const settings = standardSettings(env);
   if (settings.disabled) {
     warnOnce('UVSCOPE_OTLP_DISABLED', 'uvscope: OTEL_SDK_DISABLED is true, so uvscope\'s own OTLP export (UVSCOPE_EXPORTERS=otlp, standalone mode) is off');
@@ -73,7 +75,10 @@ function createStandaloneProvider({ env = process.env } = {}) {
     warnOnce('UVSCOPE_OTLP_SDK_MISSING', `uvscope: OTLP export without an app SDK needs the OpenTelemetry SDK packages: npm install @opentelemetry/sdk-metrics @opentelemetry/resources ${exporterPackage} (${err.message.split('\n')[0]}). The app goes on without OTLP export.`);
     return null;
   }
-  const exporter = reportingFailures(new OTLPMetricExporter(), settings);
+  // Over HTTP the exporter's requests go through an agent of uvscope's own, so they (and its
+  // lookups of the endpoint's name) are not counted as the app's. grpc makes its own connections.
+  const config = settings.protocol === 'grpc' ? {} : { httpAgentOptions: (protocol) => createOwnAgent(protocol, lookup) };
+  const exporter = reportingFailures(new OTLPMetricExporter(config), settings);
   const reader = new sdk.PeriodicExportingMetricReader({
     exporter,
     exportIntervalMillis: settings.intervalMs,

@@ -4,6 +4,7 @@ const diagnosticsChannel = require('diagnostics_channel');
 const { Histogram } = require('../histogram');
 const { CONNECT_BUCKETS } = require('../metrics');
 const { reportError } = require('../report');
+const { creatingOwnConnection, isOwnRequest } = require('../own-io');
 
 // Hostnames kept per-host for keep-alive evidence.
 const MAX_HOSTS = 100;
@@ -38,6 +39,7 @@ function createConnectionsSampler() {
 
   const handlers = {
     'net.client.socket': ({ socket }) => {
+      if (creatingOwnConnection()) return; // the agent's own exporter, not the app
       const start = process.hrtime.bigint();
       let lookedUp = null;
       interval.connections++;
@@ -51,7 +53,9 @@ function createConnectionsSampler() {
         phases.tcp.observe(Number(now - (lookedUp !== null ? lookedUp : start)) / 1e9);
       });
     },
-    'http.client.request.start': ({ request }) => count('http', Boolean(request.reusedSocket), request.host),
+    'http.client.request.start': ({ request }) => {
+      if (!isOwnRequest(request)) count('http', Boolean(request.reusedSocket), request.host);
+    },
     'undici:request:create': ({ request }) => {
       // fetch (undici) announces new connections separately; count its requests as reused here
       // and correct with each connection below.

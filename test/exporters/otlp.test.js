@@ -362,3 +362,38 @@ describe('exporters/otlp: zero cost when off, and never keeps the app alive', fu
     }
   });
 });
+
+describe('exporters/otlp: the exporter\'s own traffic', function () {
+  after(() => {
+    for (const child of children) stopChild(child);
+  });
+
+  for (const protocol of ['http/protobuf', 'http/json']) {
+    it(`${protocol}: exports to a hostname every 200 ms, and none of its requests, connections or lookups count as the app's`, async () => {
+      const receiver = await createOtlpReceiver({ transport: 'http' });
+      try {
+        const app = startApp({
+          namespace: false,
+          plan: { then: 'wait' },
+          vars: {
+            UVSCOPE_EXPORTERS: 'otlp',
+            OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint.replace('127.0.0.1', 'localhost'),
+            OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: protocol,
+            OTEL_METRIC_EXPORT_INTERVAL: '200',
+          },
+        });
+        await app.ready;
+        await new Promise((r) => setTimeout(r, 1500));
+        process.kill(app.child.pid, 'SIGTERM');
+        await app.exited;
+        assert.ok(receiver.requests.length >= 4, `${receiver.requests.length} exports`);
+        const rows = lastRequestRows(receiver);
+        assert.ok(point(rows, 'nodejs.uv.threadpool.size'), 'the export itself is real');
+        assert.deepEqual(rows.filter((m) => ['nodejs.http.client.requests', 'nodejs.net.connect.duration'].includes(m.name)).map((m) => m.points), []);
+        assert.equal(point(rows, 'dns.lookup.duration', { 'dns.question.name': 'localhost' }), undefined, 'its lookups of localhost are not the app\'s');
+      } finally {
+        await receiver.close();
+      }
+    });
+  }
+});

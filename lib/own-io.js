@@ -1,0 +1,47 @@
+'use strict';
+
+// The agent's own network I/O (an OTLP exporter's requests) must stay out of the figures it
+// reports about the app. Agents made here are marked, connect with the unwrapped dns.lookup, and
+// flag the synchronous part of creating a connection, during which net publishes
+// net.client.socket. (AsyncLocalStorage would follow the async parts too, but on Node 20/22 it
+// turns on promise hooks for the whole process.)
+
+const OWN = Symbol.for('uvscope.ownIo');
+let creating = 0;
+
+/**
+ * An http(s) Agent for uvscope's own requests.
+ * @param {string} protocol 'http:' or 'https:'
+ * @param {Function} [lookup] dns.lookup as it was before uvscope wrapped it
+ * @param {object} [options] more http.Agent options
+ */
+function createOwnAgent(protocol, lookup, options = {}) {
+  const mod = protocol === 'https:' ? require('https') : require('http');
+  const agent = new mod.Agent({ keepAlive: true, ...options, ...(lookup ? { lookup } : {}) });
+  const createConnection = agent.createConnection;
+  agent.createConnection = function (...args) {
+    creating++;
+    try {
+      return Reflect.apply(createConnection, this, args);
+    } finally {
+      creating--;
+    }
+  };
+  agent[OWN] = true;
+  return agent;
+}
+
+/** Whether a connection is being created by one of uvscope's own agents right now. */
+function creatingOwnConnection() {
+  return creating > 0;
+}
+
+/**
+ * Whether an outgoing request is uvscope's own.
+ * @param {{ agent?: object }} request an http.ClientRequest
+ */
+function isOwnRequest(request) {
+  return Boolean(request && request.agent && request.agent[OWN]);
+}
+
+module.exports = { createOwnAgent, creatingOwnConnection, isOwnRequest };
