@@ -3,6 +3,7 @@
 const dnsModule = require('dns');
 const { warnOnce, countError } = require('../lib/report');
 const { threadpoolSize } = require('../lib/options');
+const { findPoint } = require('../lib/snapshot');
 const { startChannel, endChannel } = require('../lib/samplers/dns');
 const { createSink } = require('../lib/datadog/transport');
 const { createSeriesFlusher, tag } = require('../lib/datadog/series');
@@ -82,7 +83,7 @@ function sendEventLoop(setting) {
 function poolSize(agent) {
   const latest = agent.latest;
   if (latest) {
-    const p = latest.points.find((x) => x.name === 'nodejs.uv.threadpool.size');
+    const p = findPoint(latest.points, 'nodejs.uv.threadpool.size');
     if (p) return p.value;
   }
   return threadpoolSize(process.env.UV_THREADPOOL_SIZE);

@@ -1,6 +1,8 @@
 'use strict';
 
 const { searchExpanded } = require('./resolver');
+const { dnsSlots } = require('./options');
+const { findPoint } = require('./snapshot');
 
 // Thresholds, in one place. Each rule says in its evidence which one it crossed.
 const LIMITS = Object.freeze({
@@ -54,11 +56,11 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
 
 function summarize(sample, previous, previousTime) {
   const value = (name, attrs = {}) => {
-    const p = find(sample.points, name, attrs);
+    const p = findPoint(sample.points, name, attrs);
     return p ? p.value : undefined;
   };
-  const waitNow = find(sample.points, 'nodejs.uv.threadpool.queue_wait', { 'nodejs.uv.threadpool.queue': 'dns' });
-  const waitBefore = previous && find(previous.points, 'nodejs.uv.threadpool.queue_wait', { 'nodejs.uv.threadpool.queue': 'dns' });
+  const waitNow = findPoint(sample.points, 'nodejs.uv.threadpool.queue_wait', { 'nodejs.uv.threadpool.queue': 'dns' });
+  const waitBefore = previous && findPoint(previous.points, 'nodejs.uv.threadpool.queue_wait', { 'nodejs.uv.threadpool.queue': 'dns' });
   const waits = waitNow ? { count: waitNow.histogram.count - (waitBefore ? waitBefore.histogram.count : 0), sum: waitNow.histogram.sum - (waitBefore ? waitBefore.histogram.sum : 0) } : { count: 0, sum: 0 };
   const probeStuck = value('uvscope.probe.in_flight', { 'nodejs.uv.threadpool.queue': 'dns' }) || 0;
   const seconds = Math.max(0.001, (sample.time - previousTime) / 1000);
@@ -78,10 +80,6 @@ function summarize(sample, previous, previousTime) {
     heapLimit: value('v8js.memory.heap.limit'),
     containerLimit: value('nodejs.memory.constrained'),
   };
-}
-
-function find(points, name, attrs = {}) {
-  return points.find((p) => p.name === name && Object.entries(attrs).every(([k, v]) => p.attributes[k] === v));
 }
 
 function threadpoolDnsSaturated(window, lim) {
@@ -117,7 +115,7 @@ function threadpoolDnsSaturated(window, lim) {
     },
     advice: [
       2 * peakPending - 1 <= 1024
-        ? `Raise UV_THREADPOOL_SIZE to ${suggested}: (size+1)/2 = ${Math.floor((suggested + 1) / 2)} DNS slots would have covered the peak of ${peakPending} concurrent lookups. Set it in the environment or at the very top of the app, before anything uses the pool.`
+        ? `Raise UV_THREADPOOL_SIZE to ${suggested}: (size+1)/2 = ${dnsSlots(suggested)} DNS slots would have covered the peak of ${peakPending} concurrent lookups. Set it in the environment or at the very top of the app, before anything uses the pool.`
         : `Even the largest pool, UV_THREADPOOL_SIZE=1024 (512 DNS slots), cannot cover a peak of ${peakPending} concurrent lookups: the lookups themselves have to go (cache them, or use IP addresses).`,
       'Cache and coalesce lookups (one lookup per hostname and TTL, concurrent callers share it).',
       'Reuse connections (keep-alive) so each request does not start with a lookup.',

@@ -1,5 +1,7 @@
 'use strict';
 
+const { findPoint } = require('./snapshot');
+
 /**
  * A snapshot as text for people: the findings first, then the figures they rest on.
  * @param {{ time: number, points: readonly object[], findings?: readonly object[], details?: object }} snapshot
@@ -9,7 +11,7 @@ function formatReport(snapshot) {
   if (!snapshot) return 'uvscope: no sample yet (the first comes one sampling interval after start).\n';
   const lines = [];
   const value = (name, attrs = {}) => {
-    const p = snapshot.points.find((x) => x.name === name && Object.entries(attrs).every(([k, v]) => x.attributes[k] === v));
+    const p = findPoint(snapshot.points, name, attrs);
     return p ? p.value : undefined;
   };
   lines.push(`uvscope report, pid ${snapshot.pid || process.pid}, ${new Date(snapshot.time).toISOString()}`);

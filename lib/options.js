@@ -201,4 +201,13 @@ function threadpoolSize(raw) {
   return Math.min(n, 1024);
 }
 
-module.exports = { resolveOptions, threadpoolSize, DEFAULTS, SETTINGS, EXPORTERS, setting, invalid, parseInteger, parseBoolean, parseHost };
+/**
+ * Threads that may run getaddrinfo/getnameinfo at once: libuv runs them as slow I/O, capped at
+ * (size+1)/2 threads (src/threadpool.c, slow_work_thread_threshold).
+ * @param {number} size threadpool size
+ */
+function dnsSlots(size) {
+  return Math.floor((size + 1) / 2);
+}
+
+module.exports = { resolveOptions, threadpoolSize, dnsSlots, DEFAULTS, SETTINGS, EXPORTERS, setting, invalid, parseInteger, parseBoolean, parseHost };

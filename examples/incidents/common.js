@@ -8,6 +8,7 @@ const { spawn } = require('child_process');
 const { createDnsServer } = require('../../test/helpers/dns-server');
 const { namespaceSupport, spawnInNamespace, resolvConf } = require('../../test/helpers/namespace');
 const { freePort, cleanEnv } = require('../../test/helpers/child');
+const { findPoint } = require('../../lib/snapshot');
 
 const REGISTER = path.join(__dirname, '..', '..', 'register.js');
 const DNS_ADDRESS = '127.0.0.2';
@@ -96,7 +97,7 @@ async function startUpstream() {
 
 /** A value from a snapshot's points. */
 function value(snapshot, name, attributes = {}) {
-  const p = snapshot.points.find((x) => x.name === name && Object.entries(attributes).every(([k, v]) => x.attributes[k] === v));
+  const p = findPoint(snapshot.points, name, attributes);
   return p ? (p.histogram || p.value) : undefined;
 }
 

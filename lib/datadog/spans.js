@@ -3,6 +3,7 @@
 const diagnosticsChannel = require('diagnostics_channel');
 const { reportError } = require('../report');
 const { captureCaller } = require('../callers');
+const { dnsSlots } = require('../options');
 
 // dd-trace's dns instrumentation publishes here (through dc-polyfill, which uses Node's own
 // channels) with ctx.args = [hostname, options?] and, once its dns plugin has bound the store,
@@ -43,7 +44,7 @@ function createSpanTagger({ startChannel, poolSize }) {
 
   function tagSpan(span, inFlight) {
     const size = poolSize();
-    const slots = Math.floor((size + 1) / 2);
+    const slots = dnsSlots(size);
     span.setTag('uvscope.dns.in_flight', inFlight);
     span.setTag('uvscope.dns.queued_ahead', Math.max(0, inFlight - slots));
     span.setTag('uvscope.threadpool.dns_slots', slots);

@@ -1,6 +1,6 @@
 'use strict';
 
-const { threadpoolSize } = require('../options');
+const { threadpoolSize, dnsSlots: slotsFor } = require('../options');
 const { Histogram } = require('../histogram');
 const { QUEUE_WAIT_BUCKETS } = require('../metrics');
 const { reportError } = require('../report');
@@ -46,7 +46,7 @@ function createThreadpoolSampler(options = {}) {
     sample(tick) {
       if (size === undefined) {
         size = threadpoolSize(env.UV_THREADPOOL_SIZE);
-        dnsSlots = Math.floor((size + 1) / 2);
+        dnsSlots = slotsFor(size);
       }
       const pendingDns = sum(tick.resources, DNS_TYPES);
       const pendingFs = sum(tick.resources, FS_TYPES);
