@@ -1,7 +1,7 @@
 'use strict';
 
 const { searchExpanded } = require('./resolver');
-const { dnsSlots } = require('./options');
+const { dnsSlots } = require('./libuv');
 const { findPoint } = require('./snapshot');
 
 // Thresholds, in one place. Each rule says in its evidence which one it crossed.

@@ -1,7 +1,7 @@
 'use strict';
 
 const { warnOnce, countError } = require('./report');
-const datadogSettings = require('./datadog/settings');
+const datadogSettings = require('../exporters/datadog/settings');
 
 /** Exporters this version knows (each is exporters/<name>.js). */
 const EXPORTERS = Object.freeze(['prometheus', 'otlp', 'datadog']);
@@ -41,7 +41,7 @@ const SETTINGS = Object.freeze([
   setting('prometheus.host', 'UVSCOPE_PROMETHEUS_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0'),
   setting('prometheus.port', 'UVSCOPE_PROMETHEUS_PORT', parseInteger(0, 65535), 'an integer port from 0 to 65535'),
   setting('dns.maxNames', 'UVSCOPE_DNS_MAX_NAMES', parseInteger(1, 100000), 'an integer from 1 to 100000'),
-  // --- datadog (exporters/datadog.js) ---
+  // --- datadog (exporters/datadog/) ---
   setting('datadog.url', 'DD_DOGSTATSD_URL', datadogSettings.parseUrl, 'udp://host[:port], unix:///path/to/dsd.socket or unixgram:///path/to/dsd.socket'),
   setting('datadog.host', ['DD_DOGSTATSD_HOST', 'DD_AGENT_HOST'], parseHost, 'the Datadog Agent\'s hostname or IP address'),
   setting('datadog.port', 'DD_DOGSTATSD_PORT', parseInteger(1, 65535), 'an integer port from 1 to 65535'),
@@ -55,7 +55,7 @@ const SETTINGS = Object.freeze([
   setting('datadog.eventLoop', 'UVSCOPE_DATADOG_EVENT_LOOP', datadogSettings.parseAutoBoolean, 'auto (off when dd-trace runtime metrics are on), true or false'),
   setting('datadog.traceTags', 'UVSCOPE_DATADOG_TRACE_TAGS', parseBoolean, 'true/false, 1/0, yes/no'),
   setting('datadog.client', [], datadogSettings.parseClient, 'a hot-shots StatsD client (gauge, increment and distribution methods)'),
-  // --- otlp (exporters/otlp.js) ---
+  // --- otlp (exporters/otlp/) ---
   setting('otlp.mode', 'UVSCOPE_OTLP_MODE', (raw) => ['auto', 'companion', 'standalone'].find((m) => m === String(raw).trim().toLowerCase()),
     'auto (the app\'s global MeterProvider if it registers one, else uvscope\'s own), companion or standalone'),
   setting('otlp.runtimeMetrics', 'UVSCOPE_OTLP_RUNTIME_METRICS', (raw) => new Map([['auto', 'auto'], ['on', 'on'], ['true', 'on'], ['off', 'off'], ['false', 'off']]).get(String(raw).trim().toLowerCase()),
@@ -182,32 +182,4 @@ function parseExporters(raw) {
   return Object.freeze([...new Set(list)]);
 }
 
-/**
- * The effective libuv threadpool size for a UV_THREADPOOL_SIZE value, computed as libuv's
- * init_threads() does (src/threadpool.c): atoi(), 0 becomes 1, anything above 1024 (including
- * negative numbers, which wrap around as unsigned) becomes 1024, unset means 4.
- * @param {string|undefined} raw
- * @returns {number}
- */
-function threadpoolSize(raw) {
-  if (raw === undefined) return 4;
-  const m = /^[\t\n\v\f\r ]*([+-]?)(\d*)/.exec(String(raw));
-  const digits = m[2] || '0';
-  // atoi of a huge number is undefined behaviour in C; in practice it saturates or wraps to
-  // something above 1024 or negative, both of which libuv clamps to 1024.
-  const n = digits.length > 10 ? Infinity : Number(digits);
-  if (m[1] === '-' && n !== 0) return 1024;
-  if (n === 0) return 1;
-  return Math.min(n, 1024);
-}
-
-/**
- * Threads that may run getaddrinfo/getnameinfo at once: libuv runs them as slow I/O, capped at
- * (size+1)/2 threads (src/threadpool.c, slow_work_thread_threshold).
- * @param {number} size threadpool size
- */
-function dnsSlots(size) {
-  return Math.floor((size + 1) / 2);
-}
-
-module.exports = { resolveOptions, threadpoolSize, dnsSlots, DEFAULTS, SETTINGS, EXPORTERS, setting, invalid, parseInteger, parseBoolean, parseHost };
+module.exports = { resolveOptions, DEFAULTS, SETTINGS, EXPORTERS, setting, invalid, parseInteger, parseBoolean, parseHost };

@@ -5,6 +5,7 @@ const { Histogram } = require('../histogram');
 const { CONNECT_BUCKETS } = require('../metrics');
 const { reportError } = require('../report');
 const { creatingOwnConnection, isOwnRequest } = require('../own-io');
+const { subscribed: CHANNELS } = require('../channels');
 
 // Hostnames kept per-host for keep-alive evidence.
 const MAX_HOSTS = 100;
@@ -38,7 +39,7 @@ function createConnectionsSampler() {
   };
 
   const handlers = {
-    'net.client.socket': ({ socket }) => {
+    [CHANNELS.netClientSocket]: ({ socket }) => {
       if (creatingOwnConnection()) return; // the agent's own exporter, not the app
       const start = process.hrtime.bigint();
       let lookedUp = null;
@@ -53,15 +54,15 @@ function createConnectionsSampler() {
         phases.tcp.observe(Number(now - (lookedUp !== null ? lookedUp : start)) / 1e9);
       });
     },
-    'http.client.request.start': ({ request }) => {
+    [CHANNELS.httpClientRequestStart]: ({ request }) => {
       if (!isOwnRequest(request)) count('http', Boolean(request.reusedSocket), request.host);
     },
-    'undici:request:create': ({ request }) => {
+    [CHANNELS.undiciRequestCreate]: ({ request }) => {
       // fetch (undici) announces new connections separately; count its requests as reused here
       // and correct with each connection below.
       count('fetch', true, hostOf(request.origin));
     },
-    'undici:client:connected': ({ connectParams }) => {
+    [CHANNELS.undiciClientConnected]: ({ connectParams }) => {
       const host = connectParams && connectParams.hostname;
       const key = `fetch\u0000true`;
       if (requests.get(key) > 0) requests.set(key, requests.get(key) - 1);

@@ -1,13 +1,13 @@
 'use strict';
 
 const dnsModule = require('dns');
-const diagnosticsChannel = require('diagnostics_channel');
 const { isIP } = require('net');
 const { syncBuiltinESMExports } = require('module');
 const { Histogram } = require('../histogram');
 const { DNS_BUCKETS } = require('../metrics');
 const { reportError } = require('../report');
 const { captureCaller } = require('../callers');
+const { published } = require('../channels');
 
 const OTHER = '_other';
 
@@ -20,12 +20,9 @@ const MAX_CALLERS = 20;
 const TIMEOUT_EARLY_S = 0.05;
 const TIMEOUT_LATE_S = 0.5;
 
-// Per-lookup events for exporters that record each lookup (DogStatsD distributions, OpenTelemetry
-// histograms) and for tracer integrations. Published only when someone subscribes.
-//  start: { hostname, inFlight }  app lookups already in flight when this one started
-//  end:   { hostname, name, errorType, seconds }  name is the bounded label (or _other)
-const startChannel = diagnosticsChannel.channel('uvscope:dns.lookup:start');
-const endChannel = diagnosticsChannel.channel('uvscope:dns.lookup:end');
+// Per-lookup events (lib/channels.js) for exporters that record each lookup and for tracer
+// integrations. Published only when someone subscribes.
+const { dnsLookupStart: startChannel, dnsLookupEnd: endChannel } = published;
 
 /**
  * Every dns.lookup the app makes, timed from call to callback, by hostname and error code, with
@@ -265,4 +262,4 @@ function wrapPromiseLookup(original, { record, started, abandoned }) {
   };
 }
 
-module.exports = { createDnsSampler, resolverTimeouts, OTHER, startChannel, endChannel };
+module.exports = { createDnsSampler, resolverTimeouts, OTHER };

@@ -1,6 +1,6 @@
 'use strict';
 
-const { threadpoolSize, dnsSlots: slotsFor } = require('../options');
+const { threadpoolSize, dnsSlots: slotsFor } = require('../libuv');
 const { Histogram } = require('../histogram');
 const { QUEUE_WAIT_BUCKETS } = require('../metrics');
 const { reportError } = require('../report');

@@ -3,7 +3,7 @@
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { sentMetrics } = require('../../lib/datadog/series');
+const { sentMetrics } = require('../../exporters/datadog/series');
 
 const DIR = path.join(__dirname, '..', '..', 'examples', 'datadog');
 const SENT = new Map(sentMetrics().map((m) => [m.name, m.type]));

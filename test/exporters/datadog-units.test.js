@@ -1,11 +1,11 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const { createAgentAddress } = require('../../lib/datadog/address');
-const { sampleRate } = require('../../lib/datadog/lookups');
+const { createAgentAddress } = require('../../exporters/datadog/address');
+const { sampleRate } = require('../../exporters/datadog/lookups');
 const { resolveOptions } = require('../../lib/options');
 
-describe('lib/datadog: the Agent address, sampling, caller, settings', () => {
+describe('exporters/datadog: the Agent address, sampling, caller, settings', () => {
   it('looks a hostname up at most once per refresh interval, one lookup in flight, keeping the last good address', () => {
     const calls = [];
     const changes = [];

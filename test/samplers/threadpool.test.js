@@ -2,7 +2,7 @@
 
 const assert = require('node:assert/strict');
 const path = require('path');
-const { threadpoolSize } = require('../../lib/options');
+const { threadpoolSize } = require('../../lib/libuv');
 const { createDnsServer } = require('../helpers/dns-server');
 const { requireNamespace, runInNamespace, resolvConf } = require('../helpers/namespace');
 const { REGISTER, FIXTURES, freePort, lastJson, runNode, parsePrometheus, sampleValue } = require('../helpers/child');

@@ -1,9 +1,9 @@
 'use strict';
 
-const { endChannel } = require('../lib/samplers/dns');
-const { globalMeterProvider } = require('../lib/otel/global');
-const { createInstruments, runtimeNodeLoaded } = require('../lib/otel/instruments');
-const { warnOnce, countError, reportError } = require('../lib/report');
+const { dnsLookupEnd: endChannel } = require('../../lib/channels').published;
+const { globalMeterProvider } = require('./global');
+const { createInstruments, runtimeNodeLoaded } = require('./instruments');
+const { warnOnce, countError, reportError } = require('../../lib/report');
 
 // Observations made before uvscope has a provider to record them on (the app's SDK may start
 // after uvscope): kept, up to this many, and recorded once a provider is there.
@@ -90,7 +90,7 @@ function createExporter(agent) {
     if (binding) return;
     if (!standaloneFailed && (mode === 'standalone' || (mode === 'auto' && sampled))) {
       const dns = agent.samplers.find((x) => x.name === 'dns');
-      const standalone = require('../lib/otel/standalone').createStandaloneProvider({ lookup: dns && dns.originalLookup });
+      const standalone = require('./standalone').createStandaloneProvider({ lookup: dns && dns.originalLookup });
       if (standalone) {
         bind(standalone.provider, 'standalone', standalone);
       } else {

@@ -1,15 +1,15 @@
 'use strict';
 
 const diagnosticsChannel = require('diagnostics_channel');
-const { reportError } = require('../report');
-const { captureCaller } = require('../callers');
-const { dnsSlots } = require('../options');
+const { reportError } = require('../../lib/report');
+const { captureCaller } = require('../../lib/callers');
+const { dnsSlots } = require('../../lib/libuv');
 
 // dd-trace's dns instrumentation publishes here (through dc-polyfill, which uses Node's own
 // channels) with ctx.args = [hostname, options?] and, once its dns plugin has bound the store,
 // ctx.currentStore.span = the dns.lookup span. See dd-trace-js
 // packages/datadog-instrumentations/src/dns.js and packages/datadog-plugin-dns/src/lookup.js.
-const DD_LOOKUP_START = 'apm:dns:lookup:start';
+const DD_LOOKUP_START = require('../../lib/channels').subscribed.ddTraceDnsLookupStart;
 
 /**
  * Puts uvscope's context on the dns.lookup span dd-trace creates, so a slow lookup in an APM

@@ -1,8 +1,8 @@
 'use strict';
 
-const { createOwnAgent } = require('../own-io');
-const { invalid, parseBoolean } = require('../options');
-const { warnOnce, countError } = require('../report');
+const { createOwnAgent } = require('../../lib/own-io');
+const { invalid, parseBoolean } = require('../../lib/options');
+const { warnOnce, countError } = require('../../lib/report');
 
 // One exporter package per OTLP protocol, as the SDK's own NodeSDK picks them
 // (sdk-node getOtlpMetricExporterFromEnv).

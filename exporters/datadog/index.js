@@ -1,14 +1,14 @@
 'use strict';
 
 const dnsModule = require('dns');
-const { warnOnce, countError } = require('../lib/report');
-const { threadpoolSize } = require('../lib/options');
-const { findPoint } = require('../lib/snapshot');
-const { startChannel, endChannel } = require('../lib/samplers/dns');
-const { createSink } = require('../lib/datadog/transport');
-const { createSeriesFlusher, tag } = require('../lib/datadog/series');
-const { createLookupDistributions } = require('../lib/datadog/lookups');
-const { createSpanTagger } = require('../lib/datadog/spans');
+const { warnOnce, countError } = require('../../lib/report');
+const { threadpoolSize } = require('../../lib/libuv');
+const { findPoint } = require('../../lib/snapshot');
+const { dnsLookupStart: startChannel, dnsLookupEnd: endChannel } = require('../../lib/channels').published;
+const { createSink } = require('./transport');
+const { createSeriesFlusher, tag } = require('./series');
+const { createLookupDistributions } = require('./lookups');
+const { createSpanTagger } = require('./spans');
 
 /**
  * The DogStatsD exporter (UVSCOPE_EXPORTERS=datadog): gauges, counts and the queue-wait count/sum

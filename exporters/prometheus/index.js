@@ -1,8 +1,8 @@
 'use strict';
 
 const http = require('http');
-const { CATALOG, shortName } = require('../lib/metrics');
-const { warnOnce, countError, reportError } = require('../lib/report');
+const { CATALOG, shortName } = require('../../lib/metrics');
+const { warnOnce, countError, reportError } = require('../../lib/report');
 
 const UNIT_SUFFIX = Object.freeze({ s: 'seconds', By: 'bytes' });
 

@@ -1,7 +1,7 @@
 'use strict';
 
 const path = require('path');
-const { CATALOG, metric } = require('../metrics');
+const { CATALOG, metric } = require('../../lib/metrics');
 
 const SCOPE = 'uvscope';
 const SCOPE_VERSION = require('../../package.json').version;

@@ -1,7 +1,7 @@
 'use strict';
 
 const { tag } = require('./series');
-const { reportError } = require('../report');
+const { reportError } = require('../../lib/report');
 
 /**
  * The sample rate that keeps about `budget` distribution values per second when `n` lookups were

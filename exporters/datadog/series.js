@@ -1,10 +1,10 @@
 'use strict';
 
-const { CATALOG, shortName } = require('../metrics');
+const { CATALOG, shortName } = require('../../lib/metrics');
 
 const BY_NAME = new Map(CATALOG.map((m) => [m.name, m]));
 
-// Sent as they arrive instead (lib/datadog/lookups.js): one distribution value per lookup.
+// Sent as they arrive instead (exporters/datadog/lookups.js): one distribution value per lookup.
 const PER_LOOKUP = 'dns.lookup.duration';
 // The interval gauges nodejs.eventloop.delay.{min,max,mean,p50,p90,p99} carry it to Datadog.
 const EVENTLOOP_HISTOGRAM = 'nodejs.eventloop.delay';

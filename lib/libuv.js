@@ -1,0 +1,36 @@
+'use strict';
+
+// libuv's own rules, in one place for samplers, findings and exporters alike.
+
+/** Threadpool job kinds uvscope tells apart (nodejs.uv.threadpool.kind). */
+const KINDS = Object.freeze(['dns', 'fs', 'crypto', 'zlib', 'other']);
+
+/**
+ * The effective libuv threadpool size for a UV_THREADPOOL_SIZE value, computed as libuv's
+ * init_threads() does (src/threadpool.c): atoi(), 0 becomes 1, anything above 1024 (including
+ * negative numbers, which wrap around as unsigned) becomes 1024, unset means 4.
+ * @param {string|undefined} raw
+ * @returns {number}
+ */
+function threadpoolSize(raw) {
+  if (raw === undefined) return 4;
+  const m = /^[\t\n\v\f\r ]*([+-]?)(\d*)/.exec(String(raw));
+  const digits = m[2] || '0';
+  // atoi of a huge number is undefined behaviour in C; in practice it saturates or wraps to
+  // something above 1024 or negative, both of which libuv clamps to 1024.
+  const n = digits.length > 10 ? Infinity : Number(digits);
+  if (m[1] === '-' && n !== 0) return 1024;
+  if (n === 0) return 1;
+  return Math.min(n, 1024);
+}
+
+/**
+ * Threads that may run getaddrinfo/getnameinfo at once: libuv runs them as slow I/O, capped at
+ * (size+1)/2 threads (src/threadpool.c, slow_work_thread_threshold).
+ * @param {number} size threadpool size
+ */
+function dnsSlots(size) {
+  return Math.floor((size + 1) / 2);
+}
+
+module.exports = { threadpoolSize, dnsSlots, KINDS };
