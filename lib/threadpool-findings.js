@@ -156,31 +156,42 @@ function threadpoolSaturated(window, lim) {
   const jobs = tracedJobs(window);
   const cores = availableCores();
 
-  // Known work that could fill the pool: running lookups (at most the DNS slots) and fs requests.
-  const fsFills = hot.filter((s) => Math.min(s.pool.pending.dns, slots) + s.pool.pending.fs >= size).length > hot.length / 2;
+  // Without the tracer, pending is all that is known of dns and fs, and pending work may be
+  // waiting rather than running. fs alone enough to fill every thread: fs holds it. dns and fs
+  // together unable to fill it even if all of it ran: something Node does not list holds it.
+  const most = (pick) => hot.filter(pick).length > hot.length / 2;
+  const fsFills = most((s) => s.pool.pending.fs >= size);
+  const knownCannotFill = most((s) => Math.min(s.pool.pending.dns, slots) + s.pool.pending.fs < size);
   const busy = busyThreads(hot);
+  // Threads computing on CPU most of the time are not waiting on a disk or a socket.
+  const computing = busy && busy.available && busy.computing >= 0.75 * size;
   const holder = jobs.holder;
   let kind;
   let what;
   if (holder) {
     kind = holder.kind;
     what = `${holder.kind} (${typeName(holder.type)})`;
-  } else if (fsFills) {
+  } else if (fsFills && !computing) {
     kind = 'fs';
     what = `fs work (up to ${peakFs} fs requests pending)`;
-  } else {
+  } else if (knownCannotFill || computing) {
     kind = 'unlisted';
     what = 'work Node does not list (async crypto such as pbkdf2 or scrypt, zlib, or a native addon\'s uv_queue_work)';
+  } else {
+    kind = 'undetermined';
+    what = `work other than DNS: the ${peakFs} fs requests pending, if they are slow, or work Node does not list (async crypto, zlib, addons)`;
   }
   const behind = [];
   if (maxDnsWait !== null) behind.push(`dns.lookup waited up to ${ms(maxDnsWait)} for a thread${peakDns > 0 ? ` (up to ${peakDns} lookups pending${lookups.maxSeconds !== null ? `, the slowest took ${ms(lookups.maxSeconds)}` : ''})` : ''}`);
   const fsJobs = jobs.byKind.get('fs');
-  if (kind !== 'fs' && fsJobs && fsJobs.completed > 0) behind.push(`fs calls took ${ms(fsJobs.seconds / fsJobs.completed)} on average, submission to callback`);
+  if (kind === 'undetermined') {
+    // fs is a suspect here, not a bystander
+  } else if (kind !== 'fs' && fsJobs && fsJobs.completed > 0) behind.push(`fs calls took ${ms(fsJobs.seconds / fsJobs.completed)} on average, submission to callback`);
   else if (kind !== 'fs' && peakFs > 0) behind.push(`up to ${peakFs} fs requests were pending`);
 
   const summary = holder
     ? `The threadpool is held by ${what}: ${holder.peakPending > 0 ? `up to ${holder.peakPending} jobs in flight for ${size} threads, ` : ''}${pct(holder.share)} of the pool's job time${holder.routes[0] ? `, submitted while serving ${holder.routes[0].method} ${holder.routes[0].route}` : ''}. A job waited up to ${ms(maxPoolWait)} for a thread; ${behind.join('; ') || 'other work waited behind it'}. Not DNS: lookups can hold at most ${slots} of the ${size} threads.`
-    : `The threadpool is held by ${what}: a job waited up to ${ms(maxPoolWait)} for any of the ${size} threads in ${hot.length} of ${window.length} intervals${kind === 'unlisted' ? `, while the work Node lists (at most ${Math.min(peakDns, slots)} lookups running, ${peakFs} fs requests) could not fill them` : ''}${busy && busy.available ? `; ${round(busy.computing)} of ${size} pool threads were computing on CPU` : ''}. ${behind.length ? `Behind it, ${behind.join('; ')}. ` : ''}Not DNS: lookups can hold at most ${slots} of the ${size} threads.`;
+    : `The threadpool is held by ${what}: a job waited up to ${ms(maxPoolWait)} for any of the ${size} threads in ${hot.length} of ${window.length} intervals${kind === 'unlisted' && !computing ? `, while the work Node lists (at most ${Math.min(peakDns, slots)} lookups running, ${peakFs} fs requests) could not fill them` : ''}${busy && busy.available ? `; ${round(busy.computing)} of ${size} pool threads were computing on CPU` : ''}. ${behind.length ? `Behind it, ${behind.join('; ')}. ` : ''}Not DNS: lookups can hold at most ${slots} of the ${size} threads.`;
 
   return {
     id: 'threadpool-saturated',
@@ -232,6 +243,7 @@ function advice({ holder, kind, size, slots, cores, window, peakDns, peakFs, job
     out.push(`Limit how many fs calls run at once (a queue such as p-limit in front of them, or streams instead of many concurrent readFile calls): up to ${peakFs} fs requests were pending for ${size} threads, and every lookup and crypto or zlib call waits behind them. Check the disk or network file system's latency.`);
   } else {
     out.push('Find the work: set UVSCOPE_TRACER=on (or leave it at auto, which arms it while the pool is held) to have the job kind, type, call sites and HTTP routes in this finding. Suspects: crypto.pbkdf2/scrypt/generateKeyPair/randomBytes with a callback, zlib calls with a callback or streams, and addons (bcrypt, argon2, sharp, sqlite3, canvas).');
+    if (kind === 'undetermined') out.push(`If the ${peakFs} pending fs requests are slow (a network file system, a busy disk), limit how many run at once (a queue such as p-limit).`);
     out.push(`Move CPU-heavy work to worker_threads (sized to the ${cores} CPU cores) or lower its cost (pbkdf2 iterations, scrypt N, compression level), so lookups and fs calls keep their threads.`);
   }
   // The pool that would give every job in flight at the peak its own thread.
