@@ -10,7 +10,7 @@ const { WARNINGS } = require('./warnings');
 const { threadpoolSize } = require('./libuv');
 const {
   parseBoolean, parseAutoBoolean, parseInteger, parseOneOf, parseList, parseHost, parseName, parseString,
-  parseDogStatsdUrl, parseTags, parseObjectWith,
+  parseDogStatsdUrl, parseTags, parseObjectWith, parseEither, parseMatching,
 } = require('./settings/parsers');
 
 /** Exporters this version knows (each is exporters/<name>/). */
@@ -56,7 +56,8 @@ const SETTINGS = Object.freeze([
   setting('disabled', 'UVSCOPE_DISABLED', parseBoolean, BOOLEAN),
   setting('exporters', 'UVSCOPE_EXPORTERS', parseList(EXPORTERS), `a comma-separated list of ${EXPORTERS.join(', ')}, or none`),
   setting('intervalMs', 'UVSCOPE_INTERVAL_MS', parseInteger(50, 3600000), 'an integer number of milliseconds from 50 to 3600000'),
-  setting('reportOnExit', 'UVSCOPE_REPORT_ON_EXIT', parseBoolean, BOOLEAN),
+  setting('reportOnExit', 'UVSCOPE_REPORT_ON_EXIT', parseEither(parseBoolean, parseMatching(/\.html?$/i)),
+    `${BOOLEAN} (the text report on stderr), or a file path ending in .html (the page with the data embedded)`),
   setting('prometheus.host', 'UVSCOPE_PROMETHEUS_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0'),
   setting('prometheus.port', 'UVSCOPE_PROMETHEUS_PORT', parseInteger(0, 65535), 'an integer port from 0 to 65535'),
   setting('prometheus.registry', [], parseObjectWith(['registerMetric', 'metrics']), 'a prom-client Registry', { using: 'uvscope\'s own registry and HTTP server' }),

@@ -159,7 +159,35 @@ function parseObjectWith(methods) {
   return (raw) => (raw && typeof raw === 'object' && methods.every((m) => typeof raw[m] === 'function') ? raw : undefined);
 }
 
+/**
+ * A parser for a trimmed string that matches a pattern (e.g. a file name ending in .html).
+ * @param {RegExp} pattern
+ * @returns {(raw: unknown) => string|undefined}
+ */
+function parseMatching(pattern) {
+  return (raw) => {
+    const s = String(raw).trim();
+    return s !== '' && pattern.test(s) ? s : undefined;
+  };
+}
+
+/**
+ * A parser that tries each parser in turn and keeps the first value one accepts.
+ * @param {...(raw: unknown) => unknown} parsers
+ * @returns {(raw: unknown) => unknown}
+ */
+function parseEither(...parsers) {
+  return (raw) => {
+    for (const parse of parsers) {
+      const v = parse(raw);
+      if (v !== undefined) return v;
+    }
+    return undefined;
+  };
+}
+
 module.exports = {
+  parseMatching, parseEither,
   parseBoolean, parseAutoBoolean, parseInteger, parseOneOf, parseList, parseHost, parseName, parseString,
   parseDogStatsdUrl, parseTags, parseObjectWith,
 };
