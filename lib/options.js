@@ -3,8 +3,8 @@
 const { warnOnce, countError } = require('./report');
 const datadogSettings = require('../exporters/datadog/settings');
 
-/** Exporters this version knows (each is exporters/<name>.js). */
-const EXPORTERS = Object.freeze(['prometheus', 'otlp', 'datadog']);
+/** Exporters this version knows (the list is lib/exporters.js; each is exporters/<name>/). */
+const EXPORTERS = Object.freeze(Object.keys(require('./exporters').EXPORTERS));
 
 const DEFAULTS = Object.freeze({
   disabled: false,

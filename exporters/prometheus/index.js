@@ -9,7 +9,7 @@ const UNIT_SUFFIX = Object.freeze({ s: 'seconds', By: 'bytes' });
 /**
  * The Prometheus name of a catalog metric: dots to underscores, then the unit ('s' -> _seconds),
  * then _total for counters.
- * @param {import('../lib/metrics').MetricDef} def
+ * @param {import('../../lib/metrics').MetricDef} def
  */
 function prometheusName(def) {
   let name = def.name.replace(/\./g, '_');
@@ -25,9 +25,9 @@ function prometheusName(def) {
  * objects with the interface it reads (name, help, type, get()) rather than prom-client classes.
  */
 class SnapshotMetric {
-  constructor(def, agent) {
+  constructor(def, latest) {
     this.def = def;
-    this.agent = agent;
+    this.latest = latest;
     this.name = prometheusName(def);
     this.help = def.help;
     this.type = def.type;
@@ -39,7 +39,7 @@ class SnapshotMetric {
   }
 
   values() {
-    const snapshot = this.agent.latest;
+    const snapshot = this.latest();
     if (!snapshot) return [];
     const out = [];
     for (const p of snapshot.points) {
@@ -71,16 +71,16 @@ function pushHistogram(out, name, labels, h) {
  * The Prometheus exporter: the catalog in a prom-client registry (the app's own when given, then
  * no server is opened), else served on http://host:port/metrics by an unref'd server, which also
  * serves the latest snapshot and its findings as JSON at /snapshot.json.
- * @param {import('../lib/agent').Agent} agent
+ * @param {import('../../lib/exporters').ExporterContext} context
  * @returns {{ name: string, registry: object, ready: Promise<{host: string, port: number}|null>, close(): Promise<void> }}
  */
-function createExporter(agent) {
+function createExporter(context) {
   const { Registry } = require('prom-client');
-  const { host, port, registry: given } = agent.options.prometheus;
+  const { host, port, registry: given } = context.options.prometheus;
   const registry = given || new Registry();
   const registered = [];
   for (const def of CATALOG) {
-    const m = new SnapshotMetric(def, agent);
+    const m = new SnapshotMetric(def, context.latest);
     try {
       registry.registerMetric(m);
       registered.push(m);
@@ -93,7 +93,7 @@ function createExporter(agent) {
   let server = null;
   let ready = Promise.resolve(null);
   if (!given) {
-    server = createServer(registry, agent);
+    server = createServer(registry, context.latest);
     ready = listen(server, host, port);
   }
 
@@ -116,7 +116,7 @@ function createExporter(agent) {
   };
 }
 
-function createServer(registry, agent) {
+function createServer(registry, latest) {
   const server = http.createServer((req, res) => {
     const path = (req.url || '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -125,7 +125,8 @@ function createServer(registry, agent) {
     }
     if (path === '/snapshot.json') {
       // The latest snapshot with its findings (uvscope report reads this).
-      const body = JSON.stringify(agent.latest ? { pid: process.pid, ...agent.latest } : null);
+      const snapshot = latest();
+      const body = JSON.stringify(snapshot ? { pid: process.pid, ...snapshot } : null);
       res.writeHead(200, { 'Content-Type': 'application/json' }).end(req.method === 'HEAD' ? undefined : body);
       return;
     }
