@@ -21,6 +21,13 @@ export interface Options {
   /** Sampling interval in milliseconds, 50 to 3600000 (UVSCOPE_INTERVAL_MS, default 1000). */
   intervalMs?: number;
   prometheus?: PrometheusOptions;
+  /** Where /snapshot.json is served when Prometheus is off (with Prometheus on, it is on its server). */
+  snapshot?: {
+    /** UVSCOPE_SNAPSHOT_HOST, default 127.0.0.1. */
+    host?: string;
+    /** UVSCOPE_SNAPSHOT_PORT, default 9464; 0 picks a free port. */
+    port?: number;
+  };
   dns?: {
     /** Distinct hostnames kept as labels; the rest count as _other (UVSCOPE_DNS_MAX_NAMES, default 100). */
     maxNames?: number;
@@ -156,9 +163,10 @@ export interface ExporterContext {
 }
 
 export interface Agent {
-  readonly options: Readonly<Required<Omit<Options, 'prometheus' | 'dns' | 'exporters'>>> & {
+  readonly options: Readonly<Required<Omit<Options, 'prometheus' | 'dns' | 'exporters' | 'snapshot'>>> & {
     readonly exporters: readonly ExporterName[];
     readonly prometheus: Readonly<PrometheusOptions>;
+    readonly snapshot: Readonly<{ host: string; port: number }>;
     readonly dns: Readonly<{ maxNames: number }>;
   };
   /** The last snapshot, or null before the first sample. */

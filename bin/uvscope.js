@@ -11,7 +11,8 @@ const USAGE = `usage: uvscope [--port N] [--host H] [--exporters LIST] [--interv
        uvscope report [--url URL]
   The first form runs <command> with uvscope preloaded (NODE_OPTIONS="--require uvscope/register").
   Metrics: http://<host>:<port>/metrics (default 127.0.0.1:9464).
-  report prints the findings of a running agent, read from URL
+  report prints the findings of a running agent, read from URL: the agent's address
+  (http://127.0.0.1:9464) or its snapshot (http://127.0.0.1:9464/snapshot.json)
   (default http://127.0.0.1:$UVSCOPE_PROMETHEUS_PORT/snapshot.json, port 9464).`;
 
 const FLAGS = Object.freeze({
@@ -60,14 +61,33 @@ function nodeOptionsWithPreload(existing) {
 }
 
 /**
+ * The snapshot's URL from what a user types: the agent's base URL (http://127.0.0.1:9464, with or
+ * without a trailing slash, or just 127.0.0.1:9464) means its /snapshot.json; any other path is
+ * taken as given.
+ * @param {string} input
+ * @returns {string}
+ */
+function snapshotUrl(input) {
+  const text = String(input).trim();
+  let url;
+  try {
+    url = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`);
+  } catch {
+    return text; // fetch says what is wrong with it
+  }
+  if (url.pathname === '/' || url.pathname === '') url.pathname = '/snapshot.json';
+  return url.href;
+}
+
+/**
  * uvscope report: fetch a running agent's /snapshot.json and print it for people.
  * @param {string[]} argv arguments after `report`
  */
 async function report(argv) {
   let url = `http://127.0.0.1:${process.env.UVSCOPE_PROMETHEUS_PORT || 9464}/snapshot.json`;
   for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--url' && argv[i + 1]) url = argv[++i];
-    else if (argv[i].startsWith('--url=')) url = argv[i].slice(6);
+    if (argv[i] === '--url' && argv[i + 1]) url = snapshotUrl(argv[++i]);
+    else if (argv[i].startsWith('--url=')) url = snapshotUrl(argv[i].slice(6));
     else {
       process.stderr.write(`uvscope report: unknown argument ${argv[i]}\n${USAGE}\n`);
       return 2;
@@ -120,4 +140,4 @@ function main() {
 
 if (require.main === module) main();
 
-module.exports = { parseArgs, nodeOptionsWithPreload };
+module.exports = { parseArgs, nodeOptionsWithPreload, snapshotUrl };

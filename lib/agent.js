@@ -4,6 +4,7 @@ const { countTypes } = require('./samplers/resources');
 const { SAMPLERS } = require('./samplers');
 const { createExporter } = require('./exporters');
 const { createOwnIo } = require('./own-io');
+const { createAgentServer, endpointFor, sendBody } = require('./server');
 const channels = require('./channels');
 const { reportError, errorCountsSnapshot } = require('./report');
 const { readResolverConfig } = require('./resolver');
@@ -33,6 +34,8 @@ class Agent {
     this.resolver = null;
     this.resolverReadAt = 0;
     this.ownIo = createOwnIo();
+    /** @type {import('./server').AgentServer | null} */
+    this.server = null;
     this.findings = createFindingsEngine({ intervalMs: options.intervalMs, startTime: Date.now() });
   }
 
@@ -45,6 +48,7 @@ class Agent {
       const sampler = this.#safely(`sampler:${name}`, () => create(samplerContext));
       if (sampler) this.samplers.push(sampler);
     }
+    this.server = this.#safely('server', () => this.#createServer());
     const context = this.#exporterContext();
     for (const name of this.options.exporters) {
       const exporter = this.#safely(`exporter:${name}`, () => createExporter(name, context));
@@ -87,13 +91,16 @@ class Agent {
     clearInterval(this.timer);
     if (this.onExit) process.off('exit', this.onExit);
     for (const s of this.samplers) this.#safely(`sampler:${s.name}`, () => s.close());
-    await Promise.all(this.exporters.map(async (e) => {
-      try {
-        await e.close();
-      } catch (err) {
-        reportError(`exporter:${e.name}`, err);
-      }
-    }));
+    await Promise.all([
+      ...this.exporters.map(async (e) => {
+        try {
+          await e.close();
+        } catch (err) {
+          reportError(`exporter:${e.name}`, err);
+        }
+      }),
+      this.server && this.server.close(),
+    ]);
   }
 
   /** The agent's narrow face for exporters (lib/exporters.js ExporterContext). */
@@ -105,7 +112,21 @@ class Agent {
       channels,
       ownLookup: this.ownIo.lookup,
       ownAgent: this.ownIo.createAgent,
+      server: this.server,
     });
+  }
+
+  /** The agent's HTTP endpoint (lib/server.js) with the snapshot on it; exporters add routes. */
+  #createServer() {
+    const endpoint = endpointFor(this.options);
+    if (!endpoint) return null;
+    const server = createAgentServer(endpoint);
+    server.route('/snapshot.json', (req, res) => {
+      // The latest snapshot with its findings (uvscope report reads this).
+      const body = JSON.stringify(this.latest ? { pid: process.pid, ...this.latest } : null);
+      sendBody(req, res, 'application/json', body);
+    }, 'findings');
+    return server;
   }
 
   /** process.getActiveResourcesInfo() counted by type, once for every sampler. */

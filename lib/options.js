@@ -12,6 +12,7 @@ const DEFAULTS = Object.freeze({
   intervalMs: 1000,
   reportOnExit: false,
   prometheus: Object.freeze({ host: '127.0.0.1', port: 9464, registry: undefined }),
+  snapshot: Object.freeze({ host: '127.0.0.1', port: 9464 }),
   dns: Object.freeze({ maxNames: 100 }),
   datadog: Object.freeze({
     url: undefined,
@@ -40,6 +41,9 @@ const SETTINGS = Object.freeze([
   setting('reportOnExit', 'UVSCOPE_REPORT_ON_EXIT', parseBoolean, 'true/false, 1/0, yes/no'),
   setting('prometheus.host', 'UVSCOPE_PROMETHEUS_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0'),
   setting('prometheus.port', 'UVSCOPE_PROMETHEUS_PORT', parseInteger(0, 65535), 'an integer port from 0 to 65535'),
+  // The snapshot's own server, when Prometheus (which serves it otherwise) is off (lib/server.js).
+  setting('snapshot.host', 'UVSCOPE_SNAPSHOT_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0'),
+  setting('snapshot.port', 'UVSCOPE_SNAPSHOT_PORT', parseInteger(0, 65535), 'an integer port from 0 to 65535'),
   setting('dns.maxNames', 'UVSCOPE_DNS_MAX_NAMES', parseInteger(1, 100000), 'an integer from 1 to 100000'),
   // --- datadog (exporters/datadog/) ---
   setting('datadog.url', 'DD_DOGSTATSD_URL', datadogSettings.parseUrl, 'udp://host[:port], unix:///path/to/dsd.socket or unixgram:///path/to/dsd.socket'),

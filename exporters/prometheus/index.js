@@ -1,8 +1,8 @@
 'use strict';
 
-const http = require('http');
 const { CATALOG, shortName } = require('../../lib/metrics');
 const { warnOnce, countError, reportError } = require('../../lib/report');
+const { sendBody } = require('../../lib/server');
 
 const UNIT_SUFFIX = Object.freeze({ s: 'seconds', By: 'bytes' });
 
@@ -69,14 +69,14 @@ function pushHistogram(out, name, labels, h) {
 
 /**
  * The Prometheus exporter: the catalog in a prom-client registry (the app's own when given, then
- * no server is opened), else served on http://host:port/metrics by an unref'd server, which also
- * serves the latest snapshot and its findings as JSON at /snapshot.json.
+ * no server is opened), else served at /metrics on the agent's endpoint (lib/server.js, an
+ * unref'd server on UVSCOPE_PROMETHEUS_HOST:PORT, which also serves /snapshot.json).
  * @param {import('../../lib/exporters').ExporterContext} context
- * @returns {{ name: string, registry: object, ready: Promise<{host: string, port: number}|null>, close(): Promise<void> }}
+ * @returns {{ name: string, registry: object, server: import('http').Server|null, ready: Promise<{host: string, port: number}|null>, close(): Promise<void> }}
  */
 function createExporter(context) {
   const { Registry } = require('prom-client');
-  const { host, port, registry: given } = context.options.prometheus;
+  const { registry: given } = context.options.prometheus;
   const registry = given || new Registry();
   const registered = [];
   for (const def of CATALOG) {
@@ -90,79 +90,30 @@ function createExporter(context) {
     }
   }
 
-  let server = null;
-  let ready = Promise.resolve(null);
-  if (!given) {
-    server = createServer(registry, context.latest);
-    ready = listen(server, host, port);
-  }
+  const endpoint = given ? null : context.server;
+  if (endpoint) endpoint.route('/metrics', (req, res) => serveMetrics(registry, req, res), 'metrics');
 
   return {
     name: 'prometheus',
     registry,
-    server,
-    ready,
+    server: endpoint ? endpoint.server : null,
+    ready: endpoint ? endpoint.ready : Promise.resolve(null),
     async close() {
       for (const m of registered) {
         if (registry.getSingleMetric(m.name) === m) registry.removeSingleMetric(m.name);
-      }
-      if (server) {
-        await new Promise((resolve) => {
-          server.close(() => resolve());
-          if (typeof server.closeAllConnections === 'function') server.closeAllConnections();
-        });
       }
     },
   };
 }
 
-function createServer(registry, latest) {
-  const server = http.createServer((req, res) => {
-    const path = (req.url || '/').split('?')[0];
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { Allow: 'GET, HEAD' }).end();
-      return;
-    }
-    if (path === '/snapshot.json') {
-      // The latest snapshot with its findings (uvscope report reads this).
-      const snapshot = latest();
-      const body = JSON.stringify(snapshot ? { pid: process.pid, ...snapshot } : null);
-      res.writeHead(200, { 'Content-Type': 'application/json' }).end(req.method === 'HEAD' ? undefined : body);
-      return;
-    }
-    if (path !== '/metrics') {
-      res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('uvscope: metrics are at /metrics, findings at /snapshot.json\n');
-      return;
-    }
-    registry.metrics().then(
-      (body) => res.writeHead(200, { 'Content-Type': registry.contentType }).end(req.method === 'HEAD' ? undefined : body),
-      (err) => {
-        reportError('exporter:prometheus', err);
-        res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end('uvscope: collecting metrics failed\n');
-      },
-    );
-  });
-  // A scraper's keep-alive connection must not keep the app alive.
-  server.on('connection', (socket) => socket.unref());
-  return server;
-}
-
-function listen(server, host, port) {
-  return new Promise((resolve) => {
-    server.once('error', (err) => {
-      countError('exporter:prometheus');
-      const hint = err.code === 'EADDRINUSE'
-        ? `the port is in use; set UVSCOPE_PROMETHEUS_PORT to a free port (0 picks one)`
-        : 'check UVSCOPE_PROMETHEUS_HOST and UVSCOPE_PROMETHEUS_PORT';
-      warnOnce('UVSCOPE_LISTEN_FAILED', `uvscope: cannot serve Prometheus metrics on ${host}:${port} (${err.code || err.message}): ${hint}. The app goes on without this endpoint.`);
-      resolve(null);
-    });
-    server.listen(port, host, () => {
-      const a = server.address();
-      resolve({ host: a.address, port: a.port });
-    });
-    server.unref();
-  });
+function serveMetrics(registry, req, res) {
+  return registry.metrics().then(
+    (body) => sendBody(req, res, registry.contentType, body),
+    (err) => {
+      reportError('exporter:prometheus', err);
+      res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end('uvscope: collecting metrics failed\n');
+    },
+  );
 }
 
 module.exports = { createExporter, prometheusName };
