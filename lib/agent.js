@@ -10,9 +10,12 @@ const { reportError, errorCountsSnapshot } = require('./report');
 const { readResolverConfig } = require('./resolver');
 const { createFindingsEngine } = require('./findings');
 const { formatReport } = require('./format-report');
+const { createHistory } = require('./page');
 
 // resolv.conf and /etc/hosts are re-read this often (tiny files, read synchronously).
 const RESOLVER_REFRESH_MS = 60000;
+
+const NO_STORE = Object.freeze({ 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' });
 
 /**
  * The agent owns time: one unref'd interval timer calls every sampler (each isolated), builds one
@@ -36,6 +39,7 @@ class Agent {
     this.ownIo = createOwnIo();
     /** @type {import('./server').AgentServer | null} */
     this.server = null;
+    this.history = createHistory();
     this.findings = createFindingsEngine({ intervalMs: options.intervalMs, startTime: Date.now() });
   }
 
@@ -57,7 +61,12 @@ class Agent {
     this.timer = setInterval(() => this.sampleNow(), this.options.intervalMs);
     this.timer.unref();
     if (this.options.reportOnExit) {
-      this.onExit = () => this.#safely('report', () => process.stderr.write(formatReport(this.sampleNow())));
+      const target = this.options.reportOnExit;
+      this.onExit = () => this.#safely('report', () => {
+        const snapshot = this.sampleNow();
+        if (target === true) process.stderr.write(formatReport(snapshot));
+        else require('fs').writeFileSync(target, require('./page').staticReport({ snapshot: { pid: process.pid, ...snapshot }, history: this.history.list() }));
+      });
       process.on('exit', this.onExit);
     }
     return this;
@@ -80,6 +89,7 @@ class Agent {
     points.push(...errorPoints());
     const snapshot = deepFreeze({ time, intervalMs: this.options.intervalMs, points, details, findings });
     this.latest = snapshot;
+    this.#safely('page', () => this.history.add(snapshot));
     this.#exportAll(snapshot);
     return snapshot;
   }
@@ -116,16 +126,19 @@ class Agent {
     });
   }
 
-  /** The agent's HTTP endpoint (lib/server.js) with the snapshot on it; exporters add routes. */
+  /**
+   * The agent's HTTP endpoint (lib/server.js) with the snapshot, the page and its history on it;
+   * exporters add theirs (/metrics). A route is one line.
+   */
   #createServer() {
     const endpoint = endpointFor(this.options);
     if (!endpoint) return null;
     const server = createAgentServer(endpoint);
-    server.route('/snapshot.json', (req, res) => {
-      // The latest snapshot with its findings (uvscope report reads this).
-      const body = JSON.stringify(this.latest ? { pid: process.pid, ...this.latest } : null);
-      sendBody(req, res, 'application/json', body);
-    }, 'findings');
+    // The latest snapshot with its findings (uvscope report reads this).
+    server.route('/snapshot.json', (req, res) => sendBody(req, res, 'application/json', JSON.stringify(this.latest ? { pid: process.pid, ...this.latest } : null)), 'findings');
+    // The page (lib/page) and the compact history its charts start from.
+    server.route('/', (req, res) => sendBody(req, res, 'text/html; charset=utf-8', require('./page').pageHtml(), NO_STORE), 'the page');
+    server.route('/history.json', (req, res) => sendBody(req, res, 'application/json', JSON.stringify(this.history.list()), NO_STORE));
     return server;
   }
 

@@ -2,6 +2,7 @@
 
 const http = require('http');
 const { warnOnce, countError, reportError } = require('./report');
+const { WARNINGS } = require('./warnings');
 
 /**
  * A route's handler: answers one GET or HEAD request (sendBody() leaves the body out for HEAD); it
@@ -67,7 +68,7 @@ function createAgentServer({ host, port, settings, what, component }) {
       const hint = err.code === 'EADDRINUSE'
         ? `the port is in use; set ${portVar} to a free port (0 picks one)`
         : `check ${hostVar} and ${portVar}`;
-      warnOnce('UVSCOPE_LISTEN_FAILED', `uvscope: cannot serve ${what} on ${host}:${port} (${err.code || err.message}): ${hint}. The app goes on without this endpoint.`);
+      warnOnce(WARNINGS.LISTEN_FAILED, `uvscope: cannot serve ${what} on ${host}:${port} (${err.code || err.message}): ${hint}. The app goes on without this endpoint.`);
       resolve(null);
     });
     server.listen(port, host, () => {
@@ -127,9 +128,10 @@ function endpointFor(options) {
  * @param {import('http').ServerResponse} res
  * @param {string} contentType
  * @param {string} body
+ * @param {Record<string, string>} [headers] more response headers
  */
-function sendBody(req, res, contentType, body) {
-  res.writeHead(200, { 'Content-Type': contentType }).end(req.method === 'HEAD' ? undefined : body);
+function sendBody(req, res, contentType, body, headers = {}) {
+  res.writeHead(200, { ...headers, 'Content-Type': contentType }).end(req.method === 'HEAD' ? undefined : body);
 }
 
 function failed(res, err) {

@@ -2,6 +2,7 @@
 
 const { CATALOG, shortName } = require('../../lib/metrics');
 const { warnOnce, countError, reportError } = require('../../lib/report');
+const { WARNINGS } = require('../../lib/warnings');
 const { sendBody } = require('../../lib/server');
 
 const UNIT_SUFFIX = Object.freeze({ s: 'seconds', By: 'bytes' });
@@ -86,7 +87,7 @@ function createExporter(context) {
       registered.push(m);
     } catch (err) {
       countError('exporter:prometheus');
-      warnOnce('UVSCOPE_METRIC_CONFLICT', `uvscope: the registry already has a metric named ${m.name}; uvscope's is left out (${err.message})`, m.name);
+      warnOnce(WARNINGS.METRIC_CONFLICT, `uvscope: the registry already has a metric named ${m.name}; uvscope's is left out (${err.message})`, m.name);
     }
   }
 
