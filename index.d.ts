@@ -110,6 +110,14 @@ export interface MetricDef {
   readonly attributes: readonly string[];
   readonly help: string;
   readonly buckets?: readonly number[];
+  /** Recorded one observation per event, from a channel uvscope publishes (lib/channels.js). */
+  readonly perEvent?: Readonly<{ channel: string; value: string; attributes: Readonly<Record<string, string>> }>;
+  /** A histogram that gains at most one observation per series between two samples (a probe). */
+  readonly onePerSample?: true;
+  /** The interval gauges that carry this histogram where cumulative buckets cannot go. */
+  readonly intervalGauges?: readonly string[];
+  /** A runtime-metrics package the app may run (runtime-node, dd-trace) sends it too: left out next to it. */
+  readonly runtimeMetrics?: true;
 }
 
 /** What every sample hands each sampler. */
