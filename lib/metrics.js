@@ -152,10 +152,11 @@ function def(name, type, unit, attributes, help, buckets, more = {}) {
 /**
  * One event's value and attributes for a metric recorded per event (def.perEvent).
  * @param {MetricDef} def
- * @param {Record<string, unknown>} message the channel's message
+ * @param {Record<string, any>} message the channel's message
  * @returns {{ value: number, attributes: Record<string, string> }}
  */
 function eventObservation(def, message) {
+  /** @type {Record<string, string>} */
   const attributes = {};
   for (const [attribute, field] of Object.entries(def.perEvent.attributes)) attributes[attribute] = message[field];
   return { value: message[def.perEvent.value], attributes };
