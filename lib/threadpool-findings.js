@@ -93,7 +93,7 @@ function summarizePool(sample, previous, seconds) {
     pending: {
       dns: Math.max(0, (pending('dns') || 0) - probeIn('dns')),
       fs: pending('fs') || 0,
-      crypto: Math.max(0, (pending('crypto') || 0) - (tracer && tracer.armed ? probeIn('work') : 0)),
+      crypto: pending('crypto') || 0, // the tracer does not count the agent's own probes
       zlib: pending('zlib') || 0,
       other: pending('other') || 0,
     },
@@ -163,8 +163,8 @@ function threadpoolSaturated(window, lim) {
   const fsFills = most((s) => s.pool.pending.fs >= size);
   const knownCannotFill = most((s) => Math.min(s.pool.pending.dns, slots) + s.pool.pending.fs < size);
   const busy = busyThreads(hot);
-  // Threads computing on CPU most of the time are not waiting on a disk or a socket.
-  const computing = busy && busy.available && busy.computing >= 0.75 * size;
+  // Threads on a CPU or ready for one most of the time are not waiting on a disk or a socket.
+  const computing = busy && busy.available && busy.computing + (busy.runnable || 0) >= 0.75 * size;
   const holder = jobs.holder;
   let kind;
   let what;
@@ -191,7 +191,7 @@ function threadpoolSaturated(window, lim) {
 
   const summary = holder
     ? `The threadpool is held by ${what}: ${holder.peakPending > 0 ? `up to ${holder.peakPending} jobs in flight for ${size} threads, ` : ''}${pct(holder.share)} of the pool's job time${holder.routes[0] ? `, submitted while serving ${holder.routes[0].method} ${holder.routes[0].route}` : ''}. A job waited up to ${ms(maxPoolWait)} for a thread; ${behind.join('; ') || 'other work waited behind it'}. Not DNS: lookups can hold at most ${slots} of the ${size} threads.`
-    : `The threadpool is held by ${what}: a job waited up to ${ms(maxPoolWait)} for any of the ${size} threads in ${hot.length} of ${window.length} intervals${kind === 'unlisted' && !computing ? `, while the work Node lists (at most ${Math.min(peakDns, slots)} lookups running, ${peakFs} fs requests) could not fill them` : ''}${busy && busy.available ? `; ${round(busy.computing)} of ${size} pool threads were computing on CPU` : ''}. ${behind.length ? `Behind it, ${behind.join('; ')}. ` : ''}Not DNS: lookups can hold at most ${slots} of the ${size} threads.`;
+    : `The threadpool is held by ${what}: a job waited up to ${ms(maxPoolWait)} for any of the ${size} threads in ${hot.length} of ${window.length} intervals${kind === 'unlisted' && !computing ? `, while the work Node lists (at most ${Math.min(peakDns, slots)} lookups running, ${peakFs} fs requests) could not fill them` : ''}${busy && busy.available ? `; ${round(busy.computing + (busy.runnable || 0))} of ${size} pool threads were on a CPU or waiting for one` : ''}. ${behind.length ? `Behind it, ${behind.join('; ')}. ` : ''}Not DNS: lookups can hold at most ${slots} of the ${size} threads.`;
 
   return {
     id: 'threadpool-saturated',
@@ -323,12 +323,20 @@ function tracedJobs(window) {
   return { holder, byKind, tracer };
 }
 
+// Mean pool threads on a CPU (computing) and ready for one (runnable) over the hot intervals.
 function busyThreads(hot) {
   const readings = hot.map((s) => s.pool.busy).filter(Boolean);
   if (readings.length === 0) return null;
   const available = readings.filter((b) => b.available);
   if (available.length === 0) return { available: false, reason: readings[readings.length - 1].reason };
-  return { available: true, threads: available[available.length - 1].threads, computing: round(available.reduce((a, b) => a + b.computing, 0) / available.length, 2) };
+  const mean = (pick) => round(available.reduce((a, b) => a + (pick(b) || 0), 0) / available.length, 2);
+  const withRunnable = available.filter((b) => typeof b.runnable === 'number');
+  return {
+    available: true,
+    threads: available[available.length - 1].threads,
+    computing: mean((b) => b.computing),
+    runnable: withRunnable.length ? mean((b) => b.runnable) : null,
+  };
 }
 
 // Lookups started in the window and the longest one that completed (call to callback).
