@@ -226,6 +226,7 @@ function threadpoolSaturated(window, lim) {
       },
     },
     advice: advice({ holder, kind, size, slots, cores, window, peakDns, peakFs, jobs }),
+    impact: impactOf(hot, window, fsJobs),
   };
 }
 
@@ -270,6 +271,26 @@ function advice({ holder, kind, size, slots, cores, window, peakDns, peakFs, job
  */
 function dnsSlotsAreTheLimit(s, lim) {
   return !poolHeld(s, lim);
+}
+
+// What the held pool cost in the window: the time the app's lookups spent in flight in the
+// intervals the pool was held (waiting for a thread, almost all of it), and the fs calls' time
+// from submission to callback where the tracer measured it.
+function impactOf(hot, window, fsJobs) {
+  let seconds = 0;
+  let requests = 0;
+  for (const s of hot) {
+    for (const h of s.hosts || []) {
+      seconds += h.seconds || 0;
+      requests += h.lookups || 0;
+    }
+  }
+  if (fsJobs) {
+    seconds += fsJobs.seconds;
+    requests += fsJobs.completed;
+  }
+  const perSecond = seconds / windowSeconds(window, () => true);
+  return { secondsPerSecond: perSecond, requests, score: perSecond };
 }
 
 // Tracer jobs summed over the intervals it was armed: seconds and completions add up, the
