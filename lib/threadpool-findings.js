@@ -190,7 +190,7 @@ function threadpoolSaturated(window, lim) {
   else if (kind !== 'fs' && peakFs > 0) behind.push(`up to ${peakFs} fs requests were pending`);
 
   const summary = holder
-    ? `The threadpool is held by ${what}: ${holder.peakPending > 0 ? `up to ${holder.peakPending} jobs in flight for ${size} threads, ` : ''}${pct(holder.share)} of the pool's job time${holder.routes[0] ? `, submitted while serving ${holder.routes[0].method} ${holder.routes[0].route}` : ''}. A job waited up to ${ms(maxPoolWait)} for a thread; ${behind.join('; ') || 'other work waited behind it'}. Not DNS: lookups can hold at most ${slots} of the ${size} threads.`
+    ? `The threadpool is held by ${what}: ${holder.peakPending > 0 ? `up to ${holder.peakPending} jobs in flight for ${size} threads, ` : ''}${pct(holder.share)} of the time non-DNS jobs spent on the pool (submission to callback)${holder.routes[0] ? `, submitted while serving ${holder.routes[0].method} ${holder.routes[0].route}` : ''}. A job waited up to ${ms(maxPoolWait)} for a thread; ${behind.join('; ') || 'other work waited behind it'}. Not DNS: lookups can hold at most ${slots} of the ${size} threads.`
     : `The threadpool is held by ${what}: a job waited up to ${ms(maxPoolWait)} for any of the ${size} threads in ${hot.length} of ${window.length} intervals${kind === 'unlisted' && !computing ? `, while the work Node lists (at most ${Math.min(peakDns, slots)} lookups running, ${peakFs} fs requests) could not fill them` : ''}${busy && busy.available ? `; ${round(busy.computing + (busy.runnable || 0))} of ${size} pool threads were on a CPU or waiting for one` : ''}. ${behind.length ? `Behind it, ${behind.join('; ')}. ` : ''}Not DNS: lookups can hold at most ${slots} of the ${size} threads.`;
 
   return {
@@ -225,12 +225,12 @@ function threadpoolSaturated(window, lim) {
         fs: { peakPending: peakFs, completed: fsJobs ? fsJobs.completed : null, meanSeconds: fsJobs && fsJobs.completed > 0 ? fsJobs.seconds / fsJobs.completed : null },
       },
     },
-    advice: advice({ holder, kind, size, slots, cores, window, peakDns, peakFs, jobs }),
+    advice: advice({ holder, kind, size, cores, window, peakFs }),
     impact: impactOf(hot, window, fsJobs),
   };
 }
 
-function advice({ holder, kind, size, slots, cores, window, peakDns, peakFs, jobs }) {
+function advice({ holder, kind, size, cores, window, peakFs }) {
   const out = [];
   if (holder && holder.kind !== 'fs') {
     const name = typeName(holder.type);
@@ -247,15 +247,14 @@ function advice({ holder, kind, size, slots, cores, window, peakDns, peakFs, job
     if (kind === 'undetermined') out.push(`If the ${peakFs} pending fs requests are slow (a network file system, a busy disk), limit how many run at once (a queue such as p-limit).`);
     out.push(`Move CPU-heavy work to worker_threads (sized to the ${cores} CPU cores) or lower its cost (pbkdf2 iterations, scrypt N, compression level), so lookups and fs calls keep their threads.`);
   }
-  // The pool that would give every job in flight at the peak its own thread.
-  const peakTotal = Math.max(...window.map((s) => {
-    const p = s.pool.pending;
-    return p.dns + p.fs + p.crypto + p.zlib + p.other;
-  }));
-  const suggested = Math.min(1024, Math.max(size + 1, peakTotal, 2 * peakDns - 1));
-  if (holder || kind === 'fs') {
-    const parts = jobs.tracer && jobs.tracer.armed !== undefined ? [...jobs.byKind.values()].map((k) => `${k.peakPending} ${k.kind}`).join(' + ') : `${peakDns} dns + ${peakFs} fs`;
-    out.push(`A larger pool only helps the work waiting behind it: UV_THREADPOOL_SIZE=${suggested} would have given each job in flight at the peak (${parts}) a thread, and (size+1)/2 = ${Math.floor((suggested + 1) / 2)} DNS slots. CPU-bound jobs on more threads than the ${cores} cores share the CPU, so each takes longer.`);
+  // The pool that gives the holder's peak concurrency its own threads and leaves today's pool to
+  // the rest. Not the peak of everything pending: lookups and fs calls pile up because they
+  // starve, and would not be in flight at once with threads free.
+  const holderPeak = holder ? holder.peakPending : kind === 'fs' ? peakFs : 0;
+  if (holderPeak > 0) {
+    const name = holder ? typeName(holder.type) : 'fs';
+    const suggested = Math.min(1024, holderPeak + size);
+    out.push(`A larger pool only helps the work waiting behind it: UV_THREADPOOL_SIZE=${suggested} would give each of the ${holderPeak} ${name} jobs in flight at the peak a thread and leave today's ${size} to lookups and fs calls. ${holder && holder.kind !== 'fs' ? `CPU-bound jobs on more threads than the ${cores} CPU cores only share the CPU, so each ${name} takes longer.` : 'It does not make the fs calls themselves faster.'}`);
   } else {
     out.push(`A larger pool (UV_THREADPOOL_SIZE above ${size}) lets lookups and fs calls find a thread while the unlisted work runs, if that work does not grow to fill it; CPU-bound work on more threads than the ${cores} cores only shares the CPU.`);
   }
@@ -328,7 +327,9 @@ function tracedJobs(window) {
     callers: [...j.callers].map(([caller, count]) => ({ caller, count })).sort((a, b) => b.count - a.count),
     routes: [...j.routes.values()].sort((a, b) => b.count - a.count),
   }));
-  const total = all.reduce((a, j) => a + j.seconds, 0);
+  // The holder's share of the time non-DNS jobs spent on the pool: lookups hold at most the DNS
+  // slots, and behind a held pool their time is waiting, not holding.
+  const total = all.filter((j) => j.kind !== 'dns').reduce((a, j) => a + j.seconds, 0);
   const byKind = new Map();
   for (const j of all) {
     const k = byKind.get(j.kind) || { kind: j.kind, seconds: 0, completed: 0, peakPending: 0 };
