@@ -6,6 +6,7 @@
 
 const { spawn } = require('child_process');
 const path = require('path');
+const { envName, readSetting, childEnvironment } = require('../lib/options');
 
 const USAGE = `usage: uvscope [--port N] [--host H] [--exporters LIST] [--interval-ms N] -- <command> [args...]
        uvscope report [--url URL] [--html FILE]
@@ -16,11 +17,12 @@ const USAGE = `usage: uvscope [--port N] [--host H] [--exporters LIST] [--interv
   it writes the agent's page with the data embedded, one static file to attach to a ticket.
   The live page is at http://<host>:<port>/.`;
 
+// Each flag sets a setting's environment variable (lib/options.js) for the command it runs.
 const FLAGS = Object.freeze({
-  '--port': 'UVSCOPE_PROMETHEUS_PORT',
-  '--host': 'UVSCOPE_PROMETHEUS_HOST',
-  '--exporters': 'UVSCOPE_EXPORTERS',
-  '--interval-ms': 'UVSCOPE_INTERVAL_MS',
+  '--port': envName('prometheus.port'),
+  '--host': envName('prometheus.host'),
+  '--exporters': envName('exporters'),
+  '--interval-ms': envName('intervalMs'),
 });
 
 /**
@@ -78,7 +80,7 @@ function snapshotUrl(given) {
  * @param {string[]} argv arguments after `report`
  */
 async function report(argv) {
-  let url = `http://127.0.0.1:${process.env.UVSCOPE_PROMETHEUS_PORT || 9464}`;
+  let url = `http://127.0.0.1:${readSetting('prometheus.port')}`;
   let html = null;
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--url' && argv[i + 1]) url = argv[++i];
@@ -128,10 +130,9 @@ function main() {
     process.exitCode = help ? 0 : 2;
     return;
   }
-  const child = spawn(command[0], command.slice(1), {
-    stdio: 'inherit',
-    env: { ...process.env, ...env, NODE_OPTIONS: nodeOptionsWithPreload(process.env.NODE_OPTIONS) },
-  });
+  const childEnv = childEnvironment(env);
+  childEnv.NODE_OPTIONS = nodeOptionsWithPreload(childEnv.NODE_OPTIONS);
+  const child = spawn(command[0], command.slice(1), { stdio: 'inherit', env: childEnv });
   const forward = (signal) => () => {
     if (child.pid) process.kill(child.pid, signal);
   };

@@ -3,6 +3,7 @@
 const http = require('http');
 const { CATALOG, shortName } = require('../../lib/metrics');
 const { warnOnce, countError, reportError } = require('../../lib/report');
+const { WARNINGS } = require('../../lib/warnings');
 
 const UNIT_SUFFIX = Object.freeze({ s: 'seconds', By: 'bytes' });
 
@@ -86,7 +87,7 @@ function createExporter(agent) {
       registered.push(m);
     } catch (err) {
       countError('exporter:prometheus');
-      warnOnce('UVSCOPE_METRIC_CONFLICT', `uvscope: the registry already has a metric named ${m.name}; uvscope's is left out (${err.message})`, m.name);
+      warnOnce(WARNINGS.METRIC_CONFLICT, `uvscope: the registry already has a metric named ${m.name}; uvscope's is left out (${err.message})`, m.name);
     }
   }
 
@@ -165,7 +166,7 @@ function listen(server, host, port) {
       const hint = err.code === 'EADDRINUSE'
         ? `the port is in use; set UVSCOPE_PROMETHEUS_PORT to a free port (0 picks one)`
         : 'check UVSCOPE_PROMETHEUS_HOST and UVSCOPE_PROMETHEUS_PORT';
-      warnOnce('UVSCOPE_LISTEN_FAILED', `uvscope: cannot serve Prometheus metrics on ${host}:${port} (${err.code || err.message}): ${hint}. The app goes on without this endpoint.`);
+      warnOnce(WARNINGS.LISTEN_FAILED, `uvscope: cannot serve Prometheus metrics on ${host}:${port} (${err.code || err.message}): ${hint}. The app goes on without this endpoint.`);
       resolve(null);
     });
     server.listen(port, host, () => {
