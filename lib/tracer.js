@@ -348,7 +348,7 @@ function createTracer(options = {}) {
       if (!hook) {
         const callbacks = { init, before };
         hook = asyncHooks.createHook(trackPromisesFalse ? { ...callbacks, trackPromises: false } : callbacks);
-        if (trackPromisesFalse && !hasContextFrameDisabled()) als = new asyncHooks.AsyncLocalStorage();
+        if (trackPromisesFalse && alsIsFrameBased()) als = new asyncHooks.AsyncLocalStorage();
       }
       if (!routeChannel) {
         routeChannel = require('diagnostics_channel').channel(subscribed.httpServerRequestStart);
@@ -481,9 +481,10 @@ function createTracer(options = {}) {
   };
 }
 
-function hasContextFrameDisabled() {
-  const flags = `${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS || ''}`;
-  return flags.includes('--no-async-context-frame');
+// AsyncLocalStorage on AsyncContextFrame (Node 24+ unless --no-async-context-frame) has no hook of
+// its own; the async_hooks-based one (Node 20/22, or with that flag) has _propagate.
+function alsIsFrameBased() {
+  return typeof asyncHooks.AsyncLocalStorage.prototype._propagate !== 'function';
 }
 
 module.exports = { createTracer, kindOf, routeOf, supportsTrackPromises };
