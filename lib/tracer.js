@@ -146,7 +146,9 @@ function createTracer(options = {}) {
   let routeChannel = null;
   const ROUTE = Symbol('uvscope.route');
   let seenRequest = false;
-  const trackPromisesFalse = mode !== 'off' && supportsTrackPromises();
+  // Without a frame-based AsyncLocalStorage, routes follow awaits only through promise resources,
+  // so promises stay tracked (--no-async-context-frame on Node 24+ costs as on 20/22).
+  const trackPromisesFalse = mode !== 'off' && alsIsFrameBased() && supportsTrackPromises();
 
   function seriesFor(type, kind) {
     let s = series.get(type);
@@ -348,7 +350,7 @@ function createTracer(options = {}) {
       if (!hook) {
         const callbacks = { init, before };
         hook = asyncHooks.createHook(trackPromisesFalse ? { ...callbacks, trackPromises: false } : callbacks);
-        if (trackPromisesFalse && alsIsFrameBased()) als = new asyncHooks.AsyncLocalStorage();
+        if (trackPromisesFalse) als = new asyncHooks.AsyncLocalStorage();
       }
       if (!routeChannel) {
         routeChannel = require('diagnostics_channel').channel(subscribed.httpServerRequestStart);
