@@ -11,7 +11,7 @@ const LIMITS = Object.freeze({
   dnsWaitS: 0.02, // probe waited this long for a DNS slot: lookups are queueing
   dnsSaturatedIntervals: 2, // ...in at least this many intervals of the window
   poolWaitS: 0.05, // the work probe waited this long for any thread: the pool is held
-  poolSaturatedIntervals: 3, // ...in at least this many intervals of the window
+  poolSaturatedIntervals: 3, // ...in at least this many consecutive intervals
   sameNamePerSecond: 10, // one hostname looked up this often: no cache
   concurrentDuplicates: 5, // lookups of one name started while another was in flight, per interval
   eventLoopBlockedS: 0.1, // one delay this long

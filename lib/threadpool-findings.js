@@ -133,7 +133,7 @@ function poolHeld(s, lim) {
 }
 
 /**
- * threadpool-saturated: no thread was free for a job, in enough intervals of the window, and DNS
+ * threadpool-saturated: no thread was free for a job, in enough consecutive intervals, and DNS
  * (which can hold only its slots) is not what held the pool. Names the holder: with the tracer
  * armed, the job kind and type with the most pool time, its call sites and routes; without it,
  * fs when the fs work Node lists can fill the threads, and otherwise the work Node does not list.
@@ -141,8 +141,11 @@ function poolHeld(s, lim) {
  * @param {{ poolWaitS: number, poolSaturatedIntervals: number }} lim
  */
 function threadpoolSaturated(window, lim) {
-  const hot = window.filter((s) => s.pool && poolHeld(s, lim));
-  if (hot.length < lim.poolSaturatedIntervals) return null;
+  const held = window.map((s) => Boolean(s.pool) && poolHeld(s, lim));
+  // A held pool holds for a while: a run of consecutive intervals. A host short of CPU (other
+  // processes, a CPU quota) delays the probe's thread now and then, in single intervals.
+  if (longestRun(held) < lim.poolSaturatedIntervals) return null;
+  const hot = window.filter((s, i) => held[i]);
   const last = window[window.length - 1];
   const size = last.pool.size;
   const slots = last.pool.slots;
@@ -190,7 +193,7 @@ function threadpoolSaturated(window, lim) {
   else if (kind !== 'fs' && peakFs > 0) behind.push(`up to ${peakFs} fs requests were pending`);
 
   const summary = holder
-    ? `The threadpool is held by ${what}: ${holder.peakPending > 0 ? `up to ${holder.peakPending} jobs in flight for ${size} threads, ` : ''}${pct(holder.share)} of the time non-DNS jobs spent on the pool (submission to callback)${holder.routes[0] ? `, submitted while serving ${holder.routes[0].method} ${holder.routes[0].route}` : ''}. A job waited up to ${ms(maxPoolWait)} for a thread; ${behind.join('; ') || 'other work waited behind it'}. Not DNS: lookups can hold at most ${slots} of the ${size} threads.`
+    ? `The threadpool is held by ${what}: ${inFlight(holder.peakPending, size)}${pct(holder.share)} of the time non-DNS jobs spent on the pool (submission to callback)${holder.routes[0] ? `, submitted while serving ${holder.routes[0].method} ${holder.routes[0].route}` : ''}. A job waited up to ${ms(maxPoolWait)} for a thread; ${behind.join('; ') || 'other work waited behind it'}. Not DNS: lookups can hold at most ${slots} of the ${size} threads.`
     : `The threadpool is held by ${what}: a job waited up to ${ms(maxPoolWait)} for any of the ${size} threads in ${hot.length} of ${window.length} intervals${kind === 'unlisted' && !computing ? `, while the work Node lists (at most ${Math.min(peakDns, slots)} lookups running, ${peakFs} fs requests) could not fill them` : ''}${busy && busy.available ? `; ${round(busy.computing + (busy.runnable || 0))} of ${size} pool threads were on a CPU or waiting for one` : ''}. ${behind.length ? `Behind it, ${behind.join('; ')}. ` : ''}Not DNS: lookups can hold at most ${slots} of the ${size} threads.`;
 
   return {
@@ -230,6 +233,13 @@ function threadpoolSaturated(window, lim) {
   };
 }
 
+// The tracer knows only the jobs submitted since it armed: a peak below the pool size is a floor.
+function inFlight(peak, size) {
+  if (peak >= size) return `up to ${peak} jobs in flight for ${size} threads, `;
+  if (peak > 0) return `at least ${peak} jobs in flight at once (the tracer does not count jobs submitted before it armed), `;
+  return '';
+}
+
 function advice({ holder, kind, size, cores, window, peakFs }) {
   const out = [];
   if (holder && holder.kind !== 'fs') {
@@ -251,7 +261,7 @@ function advice({ holder, kind, size, cores, window, peakFs }) {
   // the rest. Not the peak of everything pending: lookups and fs calls pile up because they
   // starve, and would not be in flight at once with threads free.
   const holderPeak = holder ? holder.peakPending : kind === 'fs' ? peakFs : 0;
-  if (holderPeak > 0) {
+  if (holderPeak >= size) {
     const name = holder ? typeName(holder.type) : 'fs';
     const suggested = Math.min(1024, holderPeak + size);
     out.push(`A larger pool only helps the work waiting behind it: UV_THREADPOOL_SIZE=${suggested} would give each of the ${holderPeak} ${name} jobs in flight at the peak a thread and leave today's ${size} to lookups and fs calls. ${holder && holder.kind !== 'fs' ? `CPU-bound jobs on more threads than the ${cores} CPU cores only share the CPU, so each ${name} takes longer.` : 'It does not make the fs calls themselves faster.'}`);
@@ -343,6 +353,16 @@ function tracedJobs(window) {
     .sort((a, b) => b.seconds - a.seconds || b.peakPending - a.peakPending);
   const holder = candidates[0] ? { ...candidates[0], share: total > 0 ? candidates[0].seconds / total : 0 } : null;
   return { holder, byKind, tracer };
+}
+
+function longestRun(flags) {
+  let best = 0;
+  let run = 0;
+  for (const f of flags) {
+    run = f ? run + 1 : 0;
+    best = Math.max(best, run);
+  }
+  return best;
 }
 
 // Mean pool threads on a CPU (computing) and ready for one (runnable) over the hot intervals.
