@@ -7,7 +7,9 @@ const net = require('node:net');
 
 /**
  * Environment for a child: the parent's, without NODE_OPTIONS, UVSCOPE_* or UV_THREADPOOL_SIZE
- * leaking in, with `extra` on top.
+ * leaking in, with `extra` on top. The snapshot's own server (on when Prometheus is off) takes a
+ * free port unless `extra` names one, so children running at once never compete for its default
+ * port.
  * @param {Record<string, string>} [extra]
  * @returns {Record<string, string>}
  */
@@ -15,7 +17,7 @@ function cleanEnv(extra = {}) {
   const env = { ...process.env };
   delete env.NODE_OPTIONS;
   for (const k of Object.keys(env)) if (k.startsWith('UVSCOPE_') || k === 'UV_THREADPOOL_SIZE') delete env[k];
-  return { ...env, ...extra };
+  return { ...env, UVSCOPE_SNAPSHOT_PORT: '0', ...extra };
 }
 
 /**
