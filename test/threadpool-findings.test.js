@@ -127,6 +127,24 @@ describe('threadpool findings: who holds the pool (lib/threadpool-findings.js)',
     assert.match(f.advice[0], /up to 4 fs requests were pending for 4 threads/);
   });
 
+  it('pbkdf2 and file reads together, tracer off: never fs alone; the CPU-bound work Node does not list where busy threads are known, else undetermined', async () => {
+    const { byId, snapshot } = await scenario('mixed', { UVSCOPE_TRACER: 'off' });
+    const f = byId['threadpool-saturated'];
+    assert.ok(f, `findings: ${Object.keys(byId)}`);
+    assert.ok(!byId['threadpool-dns-saturated'], 'DNS blamed');
+    const busy = snapshot.details.threadpool.busy;
+    if (busy.available) {
+      // Node 22+ names pool threads: the 4 threads were on a CPU or waiting for one.
+      assert.equal(f.evidence.holder.kind, 'unlisted');
+      assert.ok(f.evidence.busyThreads.computing + f.evidence.busyThreads.runnable >= 3, JSON.stringify(f.evidence.busyThreads));
+      assert.match(f.summary, /pool threads were on a CPU or waiting for one/);
+    } else {
+      assert.equal(f.evidence.holder.kind, 'undetermined');
+      assert.match(f.summary, /held by work other than DNS: the \d+ fs requests pending, if they are slow, or work Node does not list/);
+      assert.match(f.advice[0], /UVSCOPE_TRACER=on/);
+    }
+  });
+
   describe('healthy twins: neither threadpool finding', function () {
     for (const [name, what] of [
       ['cpu', 'a busy but healthy CPU-bound server (2 ms handlers, the loop busy all the time)'],
