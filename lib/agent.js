@@ -1,15 +1,19 @@
 'use strict';
 
-const { createResourcesSampler, countTypes } = require('./samplers/resources');
-const { createThreadpoolSampler } = require('./samplers/threadpool');
-const { createEventLoopSampler } = require('./samplers/eventloop');
 const { createDnsSampler } = require('./samplers/dns');
 const { createConnectionsSampler } = require('./samplers/connections');
-const { createMemorySampler } = require('./samplers/memory');
 const { reportError, errorCountsSnapshot } = require('./report');
-const { readResolverConfig } = require('./resolver');
-const { createFindingsEngine } = require('./findings');
-const { formatReport } = require('./format-report');
+
+// Loaded when the agent's second phase starts (see start()), off the app's startup path.
+const lazy = {
+  get resources() { return require('./samplers/resources'); },
+  get threadpool() { return require('./samplers/threadpool'); },
+  get eventloop() { return require('./samplers/eventloop'); },
+  get memory() { return require('./samplers/memory'); },
+  get resolver() { return require('./resolver'); },
+  get findings() { return require('./findings'); },
+  get formatReport() { return require('./format-report').formatReport; },
+};
 
 // resolv.conf and /etc/hosts are re-read this often (tiny files, read synchronously).
 const RESOLVER_REFRESH_MS = 60000;
@@ -30,33 +34,74 @@ class Agent {
     this.closed = false;
     this.resolver = null;
     this.resolverReadAt = 0;
-    this.findings = createFindingsEngine({ intervalMs: options.intervalMs, startTime: Date.now() });
+    this.findings = null;
+    this.early = null; // what the first phase made, until the second phase adopts it
+    this.deferred = null; // the timer that starts the second phase
   }
 
-  /** Create samplers and exporters and start the timer. Never throws. */
-  start() {
-    this.#refreshResolver(Date.now());
+  /**
+   * Start in two phases. The first does what must precede the app's first line: wrap dns.lookup,
+   * subscribe to the connection channels and run the exporters' early(agent) (all cheap). The second creates the other samplers,
+   * the exporters (prom-client, hot-shots, the OpenTelemetry SDK are loaded there) and the
+   * sampling timer. With `defer` (the preload) the second phase runs on the first timer tick,
+   * after the app's top-level code, from an unref'd timer: a process that exits before its loop
+   * turns never pays for it, and a long-running one gets its endpoint within a millisecond of its
+   * loop starting. That tick comes before any I/O callback of that loop turn, so no lookup that
+   * the app's top-level code starts completes before the exporters listen for it. Never throws.
+   * @param {{ defer?: boolean }} [how]
+   */
+  start({ defer = false } = {}) {
     const dns = this.#safely('sampler:dns', () => createDnsSampler({ maxNames: this.options.dns.maxNames, resolver: () => this.resolver }));
+    const connections = this.#safely('sampler:connections', () => createConnectionsSampler());
+    // An exporter may have work that cannot wait either (its module's early(agent), e.g. tags on a
+    // tracer's dns.lookup spans); its libraries still load in the second phase.
+    const exporters = [];
+    for (const name of this.options.exporters) {
+      this.#safely(`exporter:${name}`, () => {
+        const mod = require(`../exporters/${name}`);
+        exporters.push({ name, mod, pre: typeof mod.early === 'function' ? mod.early(this) : undefined });
+      });
+    }
+    this.early = { dns, connections, exporters };
+    this.samplers = [dns, connections].filter(Boolean);
+    if (this.options.reportOnExit) {
+      this.onExit = () => this.#safely('report', () => process.stderr.write(lazy.formatReport(this.sampleNow())));
+      process.on('exit', this.onExit);
+    }
+    if (defer) {
+      this.deferred = setTimeout(() => this.#startRest(), 0);
+      this.deferred.unref();
+    } else {
+      this.#startRest();
+    }
+    return this;
+  }
+
+  /** The second phase (see start()); runs once. */
+  #startRest() {
+    if (this.early === null || this.closed) return;
+    clearTimeout(this.deferred);
+    this.deferred = null;
+    const { dns, connections, exporters } = this.early;
+    this.early = null;
+    this.findings = this.#safely('findings', () => lazy.findings.createFindingsEngine({ intervalMs: this.options.intervalMs, startTime: Date.now() }));
+    this.#refreshResolver(Date.now());
     const samplers = [
-      this.#safely('sampler:resources', () => createResourcesSampler()),
-      this.#safely('sampler:threadpool', () => createThreadpoolSampler({ lookup: dns ? dns.originalLookup : undefined })),
-      this.#safely('sampler:eventloop', () => createEventLoopSampler()),
+      this.#safely('sampler:resources', () => lazy.resources.createResourcesSampler()),
+      this.#safely('sampler:threadpool', () => lazy.threadpool.createThreadpoolSampler({ lookup: dns ? dns.originalLookup : undefined })),
+      this.#safely('sampler:eventloop', () => lazy.eventloop.createEventLoopSampler()),
       dns,
-      this.#safely('sampler:connections', () => createConnectionsSampler()),
-      this.#safely('sampler:memory', () => createMemorySampler()),
+      connections,
+      this.#safely('sampler:memory', () => lazy.memory.createMemorySampler()),
     ];
     this.samplers = samplers.filter(Boolean);
-    for (const name of this.options.exporters) {
-      const exporter = this.#safely(`exporter:${name}`, () => require(`../exporters/${name}`).createExporter(this));
+    for (const { name, mod, pre } of exporters) {
+      const exporter = this.#safely(`exporter:${name}`, () => (pre === undefined ? mod.createExporter(this) : mod.createExporter(this, pre)));
       if (exporter) this.exporters.push(exporter);
+      else if (pre) this.#safely(`exporter:${name}`, () => pre.close());
     }
     this.timer = setInterval(() => this.sampleNow(), this.options.intervalMs);
     this.timer.unref();
-    if (this.options.reportOnExit) {
-      this.onExit = () => this.#safely('report', () => process.stderr.write(formatReport(this.sampleNow())));
-      process.on('exit', this.onExit);
-    }
-    return this;
   }
 
   /**
@@ -65,10 +110,11 @@ class Agent {
    * @returns {Readonly<{time: number, intervalMs: number, points: readonly object[]}>}
    */
   sampleNow() {
+    this.#startRest();
     const points = [];
     let resources = new Map();
     try {
-      if (typeof process.getActiveResourcesInfo === 'function') resources = countTypes(process.getActiveResourcesInfo());
+      if (typeof process.getActiveResourcesInfo === 'function') resources = lazy.resources.countTypes(process.getActiveResourcesInfo());
     } catch (err) {
       reportError('sampler:resources', err);
     }
@@ -97,7 +143,7 @@ class Agent {
     }
     let findings = [];
     try {
-      findings = this.findings.evaluate({ time, points, details });
+      if (this.findings) findings = this.findings.evaluate({ time, points, details });
     } catch (err) {
       reportError('findings', err);
     }
@@ -121,9 +167,12 @@ class Agent {
   async stop() {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.deferred);
     clearInterval(this.timer);
     if (this.onExit) process.off('exit', this.onExit);
     for (const s of this.samplers) this.#safely(`sampler:${s.name}`, () => s.close());
+    // Stopped before the second phase: undo what the exporters did early.
+    if (this.early) for (const { name, pre } of this.early.exporters) if (pre) this.#safely(`exporter:${name}`, () => pre.close());
     await Promise.all(this.exporters.map(async (e) => {
       try {
         await e.close();
@@ -137,7 +186,7 @@ class Agent {
     if (this.resolver && now - this.resolverReadAt < RESOLVER_REFRESH_MS) return;
     this.resolverReadAt = now;
     try {
-      this.resolver = readResolverConfig();
+      this.resolver = lazy.resolver.readResolverConfig();
     } catch (err) {
       reportError('resolver', err);
     }

@@ -22,7 +22,7 @@ const { createSpanTagger } = require('./spans');
  * @param {import('../lib/agent').Agent} agent
  * @returns {{ name: string, export(snapshot: object): void, close(): Promise<void>, sink: object }}
  */
-function createExporter(agent) {
+function createExporter(agent, pre = early(agent)) {
   const o = agent.options.datadog;
   const target = o.url || { protocol: 'udp', host: o.host, port: o.port };
   const dnsSampler = agent.samplers.find((s) => s.name === 'dns');
@@ -38,7 +38,7 @@ function createExporter(agent) {
 
   const flushSeries = createSeriesFlusher({ sink, eventLoop: () => sendEventLoop(o.eventLoop) });
   const lookups = createLookupDistributions({ sink, channel: endChannel, maxPerSecond: o.maxLookupsPerSecond });
-  const spans = o.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(agent) }) : null;
+  const { spans } = pre;
   let lastFlush = -Infinity;
 
   return {
@@ -58,6 +58,24 @@ function createExporter(agent) {
       lookups.close();
       if (spans) spans.close();
       await sink.close();
+    },
+  };
+}
+
+/**
+ * What must be in place before the app's first line (the agent calls it from the preload, and
+ * createExporter later on the first timer tick): uvscope's context goes on dd-trace's dns.lookup
+ * spans during the app's dns.lookup call, so lookups of the app's top-level code need it already.
+ * Cheap: no hot-shots.
+ * @param {import('../../lib/agent').Agent} agent
+ * @returns {{ spans: object|null, close(): void }}
+ */
+function early(agent) {
+  const spans = agent.options.datadog.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(agent) }) : null;
+  return {
+    spans,
+    close() {
+      if (spans) spans.close();
     },
   };
 }
@@ -102,4 +120,4 @@ function onError(what, err) {
   // Send errors are dropped datagrams: counted, never a warning per packet.
 }
 
-module.exports = { createExporter };
+module.exports = { createExporter, early };

@@ -4,7 +4,8 @@
 // which makes options.js warn once (naming the variable, the value and what is accepted) and use
 // the default.
 
-const { isIP } = require('net');
+// net is loaded only when a bracketed address is parsed (lib/options.js runs in the preload).
+const isIP = (s) => require('net').isIP(s);
 
 /**
  * DD_DOGSTATSD_URL as dd-trace and the Datadog client libraries read it: udp://host[:port],

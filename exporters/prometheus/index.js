@@ -1,6 +1,5 @@
 'use strict';
 
-const http = require('http');
 const { CATALOG, shortName } = require('../../lib/metrics');
 const { warnOnce, countError, reportError } = require('../../lib/report');
 
@@ -117,7 +116,8 @@ function createExporter(agent) {
 }
 
 function createServer(registry, agent) {
-  const server = http.createServer((req, res) => {
+  // Loaded here, not at the top: the agent loads this module in the app's preload.
+  const server = require('http').createServer((req, res) => {
     const path = (req.url || '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { Allow: 'GET, HEAD' }).end();
