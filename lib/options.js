@@ -112,7 +112,7 @@ function resolveOptions(options, env = process.env) {
     if (registry && typeof registry.registerMetric === 'function' && typeof registry.metrics === 'function') {
       out.prometheus.registry = registry;
     } else {
-      invalid('options.prometheus.registry', registry, 'a prom-client Registry', 'uvscope\'s own registry and HTTP server');
+      invalid('options.prometheus.registry', registry, 'a Registry of prom-client 15 or @prometheus-io/client 0.16', 'uvscope\'s own registry and HTTP server');
     }
   }
   for (const value of Object.values(out)) if (value && typeof value === 'object') Object.freeze(value);

@@ -9,10 +9,11 @@ const { decode } = require('@msgpack/msgpack');
 const { createDogStatsdReceiver, udsSupport } = require('../helpers/dogstatsd-receiver');
 const { createDnsServer } = require('../helpers/dns-server');
 const { requireNamespace, runInNamespace, resolvConf } = require('../helpers/namespace');
-const { REGISTER, FIXTURES, ROOT, runNode, lastJson, freePort } = require('../helpers/child');
+const { REGISTER, FIXTURES, runNode, lastJson, freePort } = require('../helpers/child');
 
 const APP = path.join(FIXTURES, 'datadog-app.js');
-const DD_INIT = path.join(ROOT, 'node_modules', 'dd-trace', 'init.js');
+// dd-trace 6 on Node 22+, 5 on Node 20 (test/helpers/peers.js).
+const { ddTraceInit: DD_INIT, ddTraceMajor } = require('../helpers/peers');
 const UNIFIED = ['service:checkout', 'env:test', 'version:1.2.3', 'team:dns'];
 
 function datadogEnv(extra) {
@@ -206,7 +207,7 @@ async function createTraceAgent() {
   };
 }
 
-describe('exporters/datadog: companion to dd-trace (the real package)', function () {
+describe(`exporters/datadog: companion to dd-trace ${ddTraceMajor()} (the real package)`, function () {
   let server;
   before(async function () {
     requireNamespace(this);

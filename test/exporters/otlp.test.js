@@ -8,6 +8,7 @@ const { requireNamespace, spawnInNamespace, resolvConf } = require('../helpers/n
 const { REGISTER, FIXTURES, cleanEnv, freePort } = require('../helpers/child');
 const { createOtlpReceiver } = require('../helpers/otlp-receiver');
 const { DNS_BUCKETS, QUEUE_WAIT_BUCKETS } = require('../../lib/metrics');
+const { otelSdkMajor } = require('../helpers/peers');
 
 const APP = path.join(FIXTURES, 'otlp-app.js');
 const SDK = path.join(FIXTURES, 'otlp-sdk.js');
@@ -189,7 +190,7 @@ describe('exporters/otlp: standalone, real OTLP exporters, against the test DNS 
   }
 });
 
-describe('exporters/otlp: companion, inside the app\'s own NodeSDK', function () {
+describe(`exporters/otlp: companion, inside the app's own NodeSDK (SDK ${otelSdkMajor()} line)`, function () {
   let dnsServer;
   before(async function () {
     requireNamespace(this);
