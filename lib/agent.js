@@ -13,6 +13,7 @@ const lazy = {
   get resolver() { return require('./resolver'); },
   get findings() { return require('./findings'); },
   get formatReport() { return require('./format-report').formatReport; },
+  get page() { return require('./page'); },
 };
 
 // resolv.conf and /etc/hosts are re-read this often (tiny files, read synchronously).
@@ -34,6 +35,7 @@ class Agent {
     this.closed = false;
     this.resolver = null;
     this.resolverReadAt = 0;
+    this.history = null; // the page's recent samples (lib/page), from the second phase
     this.findings = null;
     this.early = null; // what the first phase made, until the second phase adopts it
     this.deferred = null; // the timer that starts the second phase
@@ -41,7 +43,8 @@ class Agent {
 
   /**
    * Start in two phases. The first does what must precede the app's first line: wrap dns.lookup,
-   * subscribe to the connection channels and run the exporters' early(agent) (all cheap). The second creates the other samplers,
+   * subscribe to the connection channels and run the exporters' early(agent) (all cheap). The
+   * second creates the other samplers,
    * the exporters (prom-client, hot-shots, the OpenTelemetry SDK are loaded there) and the
    * sampling timer. With `defer` (the preload) the second phase runs on the first timer tick,
    * after the app's top-level code, from an unref'd timer: a process that exits before its loop
@@ -65,7 +68,12 @@ class Agent {
     this.early = { dns, connections, exporters };
     this.samplers = [dns, connections].filter(Boolean);
     if (this.options.reportOnExit) {
-      this.onExit = () => this.#safely('report', () => process.stderr.write(lazy.formatReport(this.sampleNow())));
+      const target = this.options.reportOnExit;
+      this.onExit = () => this.#safely('report', () => {
+        const snapshot = this.sampleNow();
+        if (target === true) process.stderr.write(lazy.formatReport(snapshot));
+        else require('fs').writeFileSync(target, lazy.page.staticReport({ snapshot: { pid: process.pid, ...snapshot }, history: this.history ? this.history.list() : [] }));
+      });
       process.on('exit', this.onExit);
     }
     if (defer) {
@@ -84,6 +92,7 @@ class Agent {
     this.deferred = null;
     const { dns, connections, exporters } = this.early;
     this.early = null;
+    this.history = this.#safely('page', () => lazy.page.createHistory());
     this.findings = this.#safely('findings', () => lazy.findings.createFindingsEngine({ intervalMs: this.options.intervalMs, startTime: Date.now() }));
     this.#refreshResolver(Date.now());
     const samplers = [
@@ -152,6 +161,7 @@ class Agent {
     }
     const snapshot = deepFreeze({ time, intervalMs: this.options.intervalMs, points, details, findings });
     this.latest = snapshot;
+    if (this.history) this.#safely('page', () => this.history.add(snapshot));
     for (const exporter of this.exporters) {
       if (typeof exporter.export !== 'function') continue;
       try {
