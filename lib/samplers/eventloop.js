@@ -124,9 +124,14 @@ function uvMetrics() {
  * The sum is count x mean, which is exact.
  */
 function addToBuckets(histogram, monitor, n, resolutionNs) {
+  // Bounds at or above the largest value hold every sample, bounds below the smallest none: no
+  // search for those (an idle interval needs one native call, not ~90; a tenth of a sample's CPU).
+  const max = monitor.max;
+  const min = monitor.min;
   let below = 0;
   for (let i = 0; i < histogram.bounds.length; i++) {
-    const atMost = countAtMost(monitor, n, histogram.bounds[i] * 1e9 + resolutionNs, below);
+    const limit = histogram.bounds[i] * 1e9 + resolutionNs;
+    const atMost = limit >= max ? n : limit < min ? below : countAtMost(monitor, n, limit, below);
     histogram.counts[i] += atMost - below;
     below = atMost;
   }
