@@ -95,6 +95,13 @@ class Agent {
     this.history = this.#safely('page', () => lazy.page.createHistory());
     this.findings = this.#safely('findings', () => lazy.findings.createFindingsEngine({ intervalMs: this.options.intervalMs, startTime: Date.now() }));
     this.#refreshResolver(Date.now());
+    // Exporters first: loading their libraries blocks the loop for tens of ms, which the
+    // event-loop sampler must not take for the app's delay (its monitor starts after).
+    for (const { name, mod, pre } of exporters) {
+      const exporter = this.#safely(`exporter:${name}`, () => (pre === undefined ? mod.createExporter(this) : mod.createExporter(this, pre)));
+      if (exporter) this.exporters.push(exporter);
+      else if (pre) this.#safely(`exporter:${name}`, () => pre.close());
+    }
     const samplers = [
       this.#safely('sampler:resources', () => lazy.resources.createResourcesSampler()),
       this.#safely('sampler:threadpool', () => lazy.threadpool.createThreadpoolSampler({ lookup: dns ? dns.originalLookup : undefined })),
@@ -104,11 +111,6 @@ class Agent {
       this.#safely('sampler:memory', () => lazy.memory.createMemorySampler()),
     ];
     this.samplers = samplers.filter(Boolean);
-    for (const { name, mod, pre } of exporters) {
-      const exporter = this.#safely(`exporter:${name}`, () => (pre === undefined ? mod.createExporter(this) : mod.createExporter(this, pre)));
-      if (exporter) this.exporters.push(exporter);
-      else if (pre) this.#safely(`exporter:${name}`, () => pre.close());
-    }
     this.timer = setInterval(() => this.sampleNow(), this.options.intervalMs);
     this.timer.unref();
   }
