@@ -1,15 +1,15 @@
 'use strict';
 
-const { createDnsSampler } = require('./samplers/dns');
-const { createConnectionsSampler } = require('./samplers/connections');
+const { SAMPLERS } = require('./samplers');
+const { createExporter, startEarly } = require('./exporters');
+const { createOwnIo } = require('./own-io');
+const channels = require('./channels');
 const { reportError, errorCountsSnapshot } = require('./report');
 
 // Loaded when the agent's second phase starts (see start()), off the app's startup path.
 const lazy = {
-  get resources() { return require('./samplers/resources'); },
-  get threadpool() { return require('./samplers/threadpool'); },
-  get eventloop() { return require('./samplers/eventloop'); },
-  get memory() { return require('./samplers/memory'); },
+  get countTypes() { return require('./samplers/resources').countTypes; },
+  get server() { return require('./server'); },
   get resolver() { return require('./resolver'); },
   get findings() { return require('./findings'); },
   get formatReport() { return require('./format-report').formatReport; },
@@ -18,6 +18,8 @@ const lazy = {
 
 // resolv.conf and /etc/hosts are re-read this often (tiny files, read synchronously).
 const RESOLVER_REFRESH_MS = 60000;
+
+const NO_STORE = Object.freeze({ 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' });
 
 /**
  * The agent owns time: one unref'd interval timer calls every sampler (each isolated), builds one
@@ -28,45 +30,53 @@ class Agent {
   /** @param {Readonly<object>} options resolved options (lib/options.js) */
   constructor(options) {
     this.options = options;
+    /** @type {import('./snapshot').Snapshot | null} */
     this.latest = null;
+    /** @type {import('./samplers').Sampler[]} */
     this.samplers = [];
+    /** @type {import('./exporters').Exporter[]} */
     this.exporters = [];
     this.timer = null;
     this.closed = false;
     this.resolver = null;
     this.resolverReadAt = 0;
+    this.ownIo = createOwnIo();
+    /** @type {import('./server').AgentServer | null} */
+    this.server = null;
     this.history = null; // the page's recent samples (lib/page), from the second phase
-    this.findings = null;
+    this.findings = null; // from the second phase
     this.early = null; // what the first phase made, until the second phase adopts it
     this.deferred = null; // the timer that starts the second phase
   }
 
   /**
-   * Start in two phases. The first does what must precede the app's first line: wrap dns.lookup,
-   * subscribe to the connection channels and run the exporters' early(agent) (all cheap). The
-   * second creates the other samplers,
-   * the exporters (prom-client, hot-shots, the OpenTelemetry SDK are loaded there) and the
+   * Start in two phases. The first does what must precede the app's first line: the early
+   * samplers (wrap dns.lookup, subscribe to the connection channels) and the exporters' early
+   * work (lib/exporters.js EARLY), all cheap. The second creates the endpoint, the exporters
+   * (prom-client, hot-shots, the OpenTelemetry SDK load there), the other samplers and the
    * sampling timer. With `defer` (the preload) the second phase runs on the first timer tick,
    * after the app's top-level code, from an unref'd timer: a process that exits before its loop
    * turns never pays for it, and a long-running one gets its endpoint within a millisecond of its
-   * loop starting. That tick comes before any I/O callback of that loop turn, so no lookup that
+   * loop starting. That tick comes before any I/O callback of the loop's first turn, so no lookup
    * the app's top-level code starts completes before the exporters listen for it. Never throws.
    * @param {{ defer?: boolean }} [how]
    */
   start({ defer = false } = {}) {
-    const dns = this.#safely('sampler:dns', () => createDnsSampler({ maxNames: this.options.dns.maxNames, resolver: () => this.resolver }));
-    const connections = this.#safely('sampler:connections', () => createConnectionsSampler());
-    // An exporter may have work that cannot wait either (its module's early(agent), e.g. tags on a
-    // tracer's dns.lookup spans); its libraries still load in the second phase.
-    const exporters = [];
-    for (const name of this.options.exporters) {
-      this.#safely(`exporter:${name}`, () => {
-        const mod = require(`../exporters/${name}`);
-        exporters.push({ name, mod, pre: typeof mod.early === 'function' ? mod.early(this) : undefined });
-      });
+    /** @type {import('./samplers').SamplerContext} */
+    const samplerContext = { options: this.options, ownIo: this.ownIo, resolver: () => this.resolver };
+    const samplers = new Map();
+    for (const { name, early, create } of SAMPLERS) {
+      if (!early) continue;
+      const sampler = this.#safely(`sampler:${name}`, () => create(samplerContext));
+      if (sampler) samplers.set(name, sampler);
     }
-    this.early = { dns, connections, exporters };
-    this.samplers = [dns, connections].filter(Boolean);
+    this.samplers = [...samplers.values()];
+    const context = this.#exporterContext();
+    const pre = new Map();
+    for (const name of this.options.exporters) {
+      this.#safely(`exporter:${name}`, () => pre.set(name, startEarly(name, context)));
+    }
+    this.early = { samplerContext, samplers, pre };
     if (this.options.reportOnExit) {
       const target = this.options.reportOnExit;
       this.onExit = () => this.#safely('report', () => {
@@ -90,27 +100,26 @@ class Agent {
     if (this.early === null || this.closed) return;
     clearTimeout(this.deferred);
     this.deferred = null;
-    const { dns, connections, exporters } = this.early;
+    const { samplerContext, samplers, pre } = this.early;
     this.early = null;
     this.history = this.#safely('page', () => lazy.page.createHistory());
     this.findings = this.#safely('findings', () => lazy.findings.createFindingsEngine({ intervalMs: this.options.intervalMs, startTime: Date.now() }));
     this.#refreshResolver(Date.now());
-    // Exporters first: loading their libraries blocks the loop for tens of ms, which the
-    // event-loop sampler must not take for the app's delay (its monitor starts after).
-    for (const { name, mod, pre } of exporters) {
-      const exporter = this.#safely(`exporter:${name}`, () => (pre === undefined ? mod.createExporter(this) : mod.createExporter(this, pre)));
+    this.server = this.#safely('server', () => this.#createServer());
+    // Exporters before the other samplers: loading their libraries blocks the loop for tens of
+    // ms, which the event-loop sampler must not take for the app's delay (its monitor starts after).
+    const context = this.#exporterContext();
+    for (const name of this.options.exporters) {
+      const exporter = this.#safely(`exporter:${name}`, () => createExporter(name, context, pre.get(name)));
       if (exporter) this.exporters.push(exporter);
-      else if (pre) this.#safely(`exporter:${name}`, () => pre.close());
+      else if (pre.get(name)) this.#safely(`exporter:${name}`, () => pre.get(name).close());
     }
-    const samplers = [
-      this.#safely('sampler:resources', () => lazy.resources.createResourcesSampler()),
-      this.#safely('sampler:threadpool', () => lazy.threadpool.createThreadpoolSampler({ lookup: dns ? dns.originalLookup : undefined })),
-      this.#safely('sampler:eventloop', () => lazy.eventloop.createEventLoopSampler()),
-      dns,
-      connections,
-      this.#safely('sampler:memory', () => lazy.memory.createMemorySampler()),
-    ];
-    this.samplers = samplers.filter(Boolean);
+    const all = [];
+    for (const { name, create } of SAMPLERS) {
+      const sampler = samplers.has(name) ? samplers.get(name) : this.#safely(`sampler:${name}`, () => create(samplerContext));
+      if (sampler) all.push(sampler);
+    }
+    this.samplers = all;
     this.timer = setInterval(() => this.sampleNow(), this.options.intervalMs);
     this.timer.unref();
   }
@@ -118,60 +127,23 @@ class Agent {
   /**
    * Take one sample now: call every sampler, build and keep a frozen snapshot, hand it to push
    * exporters. Exposed for tests and benchmarks.
-   * @returns {Readonly<{time: number, intervalMs: number, points: readonly object[]}>}
+   * @returns {import('./snapshot').Snapshot}
    */
   sampleNow() {
     this.#startRest();
-    const points = [];
-    let resources = new Map();
-    try {
-      if (typeof process.getActiveResourcesInfo === 'function') resources = lazy.resources.countTypes(process.getActiveResourcesInfo());
-    } catch (err) {
-      reportError('sampler:resources', err);
-    }
-    const tick = { resources };
-    for (const sampler of this.samplers) {
-      try {
-        for (const p of sampler.sample(tick)) points.push(Object.freeze({ ...p, attributes: Object.freeze(p.attributes) }));
-      } catch (err) {
-        reportError(`sampler:${sampler.name}`, err);
-      }
-    }
+    const tick = { resources: this.#countResources() };
+    const points = this.#samplePoints(tick);
     const time = Date.now();
-    const details = {};
-    for (const sampler of this.samplers) {
-      if (typeof sampler.details !== 'function') continue;
-      try {
-        details[sampler.name] = sampler.details();
-      } catch (err) {
-        reportError(`sampler:${sampler.name}`, err);
-      }
-    }
+    const details = this.#collectDetails();
+    this.#endIntervals();
     this.#refreshResolver(time);
-    if (this.resolver) {
-      const { hosts, ...conf } = this.resolver;
-      details.resolver = { ...conf, hostsNames: [...hosts].slice(0, 1000) };
-    }
-    let findings = [];
-    try {
-      if (this.findings) findings = this.findings.evaluate({ time, points, details });
-    } catch (err) {
-      reportError('findings', err);
-    }
-    for (const [component, value] of errorCountsSnapshot()) {
-      points.push(Object.freeze({ name: 'uvscope.errors', attributes: Object.freeze({ 'uvscope.component': component }), value }));
-    }
+    if (this.resolver) details.resolver = resolverDetails(this.resolver);
+    const findings = this.#evaluateFindings(time, points, details);
+    points.push(...errorPoints());
     const snapshot = deepFreeze({ time, intervalMs: this.options.intervalMs, points, details, findings });
     this.latest = snapshot;
     if (this.history) this.#safely('page', () => this.history.add(snapshot));
-    for (const exporter of this.exporters) {
-      if (typeof exporter.export !== 'function') continue;
-      try {
-        exporter.export(snapshot);
-      } catch (err) {
-        reportError(`exporter:${exporter.name}`, err);
-      }
-    }
+    this.#exportAll(snapshot);
     return snapshot;
   }
 
@@ -183,15 +155,117 @@ class Agent {
     clearInterval(this.timer);
     if (this.onExit) process.off('exit', this.onExit);
     for (const s of this.samplers) this.#safely(`sampler:${s.name}`, () => s.close());
-    // Stopped before the second phase: undo what the exporters did early.
-    if (this.early) for (const { name, pre } of this.early.exporters) if (pre) this.#safely(`exporter:${name}`, () => pre.close());
-    await Promise.all(this.exporters.map(async (e) => {
+    // Stopped before the second phase: undo the exporters' early work.
+    if (this.early) for (const [name, pre] of this.early.pre) if (pre) this.#safely(`exporter:${name}`, () => pre.close());
+    await Promise.all([
+      ...this.exporters.map(async (e) => {
+        try {
+          await e.close();
+        } catch (err) {
+          reportError(`exporter:${e.name}`, err);
+        }
+      }),
+      this.server && this.server.close(),
+    ]);
+  }
+
+  /** The agent's narrow face for exporters (lib/exporters.js ExporterContext). */
+  #exporterContext() {
+    return Object.freeze({
+      options: this.options,
+      latest: () => this.latest,
+      sampleNow: () => this.sampleNow(),
+      channels,
+      ownLookup: this.ownIo.lookup,
+      ownAgent: this.ownIo.createAgent,
+      server: this.server,
+    });
+  }
+
+  /**
+   * The agent's HTTP endpoint (lib/server.js) with the snapshot, the page and its history on it;
+   * exporters add theirs (/metrics). A route is one line.
+   */
+  #createServer() {
+    const { createAgentServer, endpointFor, sendBody } = lazy.server;
+    const endpoint = endpointFor(this.options);
+    if (!endpoint) return null;
+    const server = createAgentServer(endpoint);
+    // The latest snapshot with its findings (uvscope report reads this).
+    server.route('/snapshot.json', (req, res) => sendBody(req, res, 'application/json', JSON.stringify(this.latest ? { pid: process.pid, ...this.latest } : null)), 'findings');
+    // The page (lib/page) and the compact history its charts start from.
+    server.route('/', (req, res) => sendBody(req, res, 'text/html; charset=utf-8', lazy.page.pageHtml(), NO_STORE), 'the page');
+    server.route('/history.json', (req, res) => sendBody(req, res, 'application/json', JSON.stringify(this.history ? this.history.list() : []), NO_STORE));
+    return server;
+  }
+
+  /** process.getActiveResourcesInfo() counted by type, once for every sampler. */
+  #countResources() {
+    try {
+      if (typeof process.getActiveResourcesInfo === 'function') return lazy.countTypes(process.getActiveResourcesInfo());
+    } catch (err) {
+      reportError('sampler:resources', err);
+    }
+    return new Map();
+  }
+
+  /** Every sampler's points, frozen, in sampler order; a failing sampler is counted and skipped. */
+  #samplePoints(tick) {
+    const points = [];
+    for (const sampler of this.samplers) {
       try {
-        await e.close();
+        for (const p of sampler.sample(tick)) points.push(Object.freeze({ ...p, attributes: Object.freeze(p.attributes) }));
       } catch (err) {
-        reportError(`exporter:${e.name}`, err);
+        reportError(`sampler:${sampler.name}`, err);
       }
-    }));
+    }
+    return points;
+  }
+
+  /** @returns {import('./snapshot').SnapshotDetails} every sampler's details() by sampler name */
+  #collectDetails() {
+    const details = {};
+    for (const sampler of this.samplers) {
+      if (typeof sampler.details !== 'function') continue;
+      try {
+        details[sampler.name] = sampler.details();
+      } catch (err) {
+        reportError(`sampler:${sampler.name}`, err);
+      }
+    }
+    return details;
+  }
+
+  /** The interval boundary: every sampler with interval figures starts a new interval. */
+  #endIntervals() {
+    for (const sampler of this.samplers) {
+      if (typeof sampler.endInterval !== 'function') continue;
+      try {
+        sampler.endInterval();
+      } catch (err) {
+        reportError(`sampler:${sampler.name}`, err);
+      }
+    }
+  }
+
+  #evaluateFindings(time, points, details) {
+    try {
+      return this.findings ? this.findings.evaluate({ time, points, details }) : [];
+    } catch (err) {
+      reportError('findings', err);
+      return [];
+    }
+  }
+
+  #exportAll(snapshot) {
+    for (const exporter of this.exporters) {
+      if (typeof exporter.export !== 'function') continue;
+      try {
+        exporter.export(snapshot);
+      } catch (err) {
+        reportError(`exporter:${exporter.name}`, err);
+      }
+    }
   }
 
   #refreshResolver(now) {
@@ -212,6 +286,21 @@ class Agent {
       return null;
     }
   }
+}
+
+/** @returns {import('./snapshot').ResolverDetails} */
+function resolverDetails(resolver) {
+  const { hosts, ...conf } = resolver;
+  return { ...conf, hostsNames: [...hosts].slice(0, 1000) };
+}
+
+/** uvscope.errors: failures inside uvscope so far, by component. */
+function errorPoints() {
+  const out = [];
+  for (const [component, value] of errorCountsSnapshot()) {
+    out.push(Object.freeze({ name: 'uvscope.errors', attributes: Object.freeze({ 'uvscope.component': component }), value }));
+  }
+  return out;
 }
 
 function deepFreeze(value) {

@@ -1,11 +1,9 @@
 'use strict';
 
-const dnsModule = require('dns');
 const { warnOnce, countError } = require('../../lib/report');
 const { WARNINGS } = require('../../lib/warnings');
 const { readSetting } = require('../../lib/options');
 const { findPoint } = require('../../lib/snapshot');
-const { dnsLookupStart: startChannel, dnsLookupEnd: endChannel } = require('../../lib/channels').published;
 const { createSink } = require('./transport');
 const { createSeriesFlusher, tag } = require('./series');
 const { createLookupDistributions } = require('./lookups');
@@ -20,19 +18,19 @@ const { createSpanTagger } = require('./spans');
  * at most once per dnsRefreshMs, in the background, and never before the first sample (a lookup
  * at preload time would start the threadpool before the app could set UV_THREADPOOL_SIZE).
  *
- * @param {import('../lib/agent').Agent} agent
+ * @param {import('../../lib/exporters').ExporterContext} context
  * @returns {{ name: string, export(snapshot: object): void, close(): Promise<void>, sink: object }}
  */
-function createExporter(agent, pre = early(agent)) {
-  const o = agent.options.datadog;
+function createExporter(context, pre = early(context)) {
+  const o = context.options.datadog;
   const target = o.url || { protocol: 'udp', host: o.host, port: o.port };
-  const dnsSampler = agent.samplers.find((s) => s.name === 'dns');
+  const { dnsLookupEnd: endChannel } = context.channels.published;
 
   const sink = createSink({
     target,
     globalTags: unifiedTags(o),
     client: o.client,
-    lookup: (dnsSampler && dnsSampler.originalLookup) || dnsModule.lookup,
+    lookup: context.ownLookup,
     refreshMs: o.dnsRefreshMs,
     onError,
   });
@@ -65,14 +63,15 @@ function createExporter(agent, pre = early(agent)) {
 
 /**
  * What must be in place before the app's first line (the agent calls it from the preload, and
- * createExporter later on the first timer tick): uvscope's context goes on dd-trace's dns.lookup
+ * createExporter later, on the first timer tick): uvscope's context goes on dd-trace's dns.lookup
  * spans during the app's dns.lookup call, so lookups of the app's top-level code need it already.
  * Cheap: no hot-shots.
- * @param {import('../../lib/agent').Agent} agent
+ * @param {import('../../lib/exporters').ExporterContext} context
  * @returns {{ spans: object|null, close(): void }}
  */
-function early(agent) {
-  const spans = agent.options.datadog.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(agent) }) : null;
+function early(context) {
+  const { dnsLookupStart: startChannel } = context.channels.published;
+  const spans = context.options.datadog.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(context.latest()) }) : null;
   return {
     spans,
     close() {
@@ -99,8 +98,7 @@ function sendEventLoop(setting) {
   return !readSetting('datadog.runtimeMetrics');
 }
 
-function poolSize(agent) {
-  const latest = agent.latest;
+function poolSize(latest) {
   if (latest) {
     const p = findPoint(latest.points, 'nodejs.uv.threadpool.size');
     if (p) return p.value;
