@@ -3,8 +3,10 @@
 // What preloading the agent adds to a process that does nothing: `node -r uvscope/register -e 0`
 // against `node -e 0`, alternated in one run.
 //
-//   node bench/startup.js [--runs 40] [--exporters prometheus] [--json]
+//   node bench/startup.js [--runs 40] [--exporters prometheus] [--control] [--json]
 //
+// --control adds a third variant, an empty preload file (bench/fixtures/empty-preload.js): what
+// loading any preload costs this Node, which the agent cannot go below.
 // Each run spawns a fresh node. Wall time is measured here around the child (spawn to exit, the
 // same overhead on both sides); CPU time (user + system) and peak RSS (maxRSS) are read inside the
 // child by a second preload, bench/fixtures/exit-usage.js, that prints process.resourceUsage() on
@@ -20,13 +22,15 @@ const { median, quantile, machine } = require('./fixtures/stats');
 const REPO = path.resolve(__dirname, '..');
 const REGISTER = path.join(REPO, 'register.js');
 const EXIT_USAGE = path.join(__dirname, 'fixtures', 'exit-usage.js');
+const EMPTY = path.join(__dirname, 'fixtures', 'empty-preload.js');
 
 function parseArgs(argv) {
-  const opts = { runs: 40, exporters: 'prometheus', json: false };
+  const opts = { runs: 40, exporters: 'prometheus', json: false, control: false };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--json') { opts.json = true; continue; }
+    if (argv[i] === '--control') { opts.control = true; continue; }
     if (argv[i] === '--help' || argv[i] === '-h') {
-      console.log('usage: node bench/startup.js [--runs 40] [--exporters prometheus] [--json]');
+      console.log('usage: node bench/startup.js [--runs 40] [--exporters prometheus] [--control] [--json]');
       process.exit(0);
     }
     const m = /^--(runs|exporters)(?:=(.*))?$/.exec(argv[i]);
@@ -79,14 +83,12 @@ function measure(opts) {
   runOnce([REGISTER], withEnv);
   const without = [];
   const withAgent = [];
+  const control = [];
+  const runs = [() => without.push(runOnce([], env)), () => withAgent.push(runOnce([REGISTER], withEnv))];
+  if (opts.control) runs.push(() => control.push(runOnce([EMPTY], env)));
   for (let i = 0; i < opts.runs; i++) {
-    if (i % 2 === 0) {
-      without.push(runOnce([], env));
-      withAgent.push(runOnce([REGISTER], withEnv));
-    } else {
-      withAgent.push(runOnce([REGISTER], withEnv));
-      without.push(runOnce([], env));
-    }
+    const order = i % 2 === 0 ? runs : [...runs].reverse();
+    for (const run of order) run();
   }
   const out = {};
   for (const key of ['wallMs', 'cpuMs', 'rssKB']) {
@@ -98,6 +100,7 @@ function measure(opts) {
       q1: quantile(diffs, 0.25),
       q3: quantile(diffs, 0.75),
     };
+    if (opts.control) out[key].emptyPreloadAdded = median(without.map((w, i) => control[i][key] - w[key]));
   }
   return out;
 }
@@ -122,6 +125,9 @@ function main() {
   row('wall', r.wallMs, 'ms');
   row('cpu (u+s)', r.cpuMs, 'ms');
   row('max RSS', r.rssKB, 'MB', (v) => (v / 1024).toFixed(1));
+  if (opts.control) {
+    console.log(`an empty preload file adds (median of pairs): wall ${r.wallMs.emptyPreloadAdded.toFixed(1)} ms, cpu ${r.cpuMs.emptyPreloadAdded.toFixed(1)} ms, max RSS ${(r.rssKB.emptyPreloadAdded / 1024).toFixed(1)} MB`);
+  }
   console.log(`load after the run: ${machine().load}`);
 }
 
