@@ -20,7 +20,10 @@
 // port), so its sampling timer is part of the figure. Per row and round both variants run, order
 // flipped every round. Printed per row: CPU µs per lookup without and with (medians), the median
 // of the per-round differences (the added cost) and their range over rounds.
-// Bounded: 3 rows x rounds x 2 x (ms + ~1.7 s): ~2 min at the defaults; watchdog at 3x that.
+// A first row with no lookups measures the agent's background work (its sampling, and the event-
+// loop monitor's 10 ms timer on Node without samplePerIteration) in main-thread CPU per second;
+// each row is also printed with that taken out, the cost of the lookups themselves.
+// Bounded: 4 rows x rounds x 2 x (ms + ~1.7 s): ~2.5 min at the defaults; watchdog at 3x that.
 
 const path = require('path');
 const { spawn } = require('child_process');
@@ -110,6 +113,18 @@ async function measure(opts) {
   let ns = null;
   let server = null;
   const results = [];
+  // The agent's own background work (its 1 s sample, the 10 ms timer of the event-loop monitor on
+  // Node versions without samplePerIteration) costs main-thread CPU per second, not per lookup:
+  // measured with no lookups at all, so it can be taken out of the per-lookup figures.
+  const background = { without: [], with: [] };
+  for (let round = 0; round < opts.rounds; round++) {
+    for (const withAgent of round % 2 === 0 ? [false, true] : [true, false]) {
+      const r = await runChild({ name: 'localhost' }, withAgent, { ...opts, concurrency: 0 }, ns);
+      background[withAgent ? 'with' : 'without'].push(r.cpuNs / (r.wallMs / 1000) / 1000); // µs per second
+    }
+  }
+  const backgroundUsPerS = median(background.with) - median(background.without);
+  results.push({ id: 'background', label: 'no lookups (background)', backgroundUsPerS, range: [Math.min(...background.with), Math.max(...background.with)] });
   try {
     for (const row of rows) {
       if (row.namespace) {
@@ -134,6 +149,9 @@ async function measure(opts) {
       }
       const perLookup = (r) => r.cpuNs / r.lookups / 1000;
       const added = runs.with.map((w, i) => perLookup(w) - perLookup(runs.without[i]));
+      // The same without the agent's background CPU over the child's measured window.
+      const perLookupNet = (r) => (r.cpuNs / 1000 - backgroundUsPerS * (r.wallMs / 1000)) / r.lookups;
+      const addedNet = runs.with.map((w, i) => perLookupNet(w) - perLookup(runs.without[i]));
       results.push({
         id: row.id,
         label: row.label,
@@ -143,6 +161,9 @@ async function measure(opts) {
         addedUs: median(added),
         minAddedUs: Math.min(...added),
         maxAddedUs: Math.max(...added),
+        addedNetUs: median(addedNet),
+        minAddedNetUs: Math.min(...addedNet),
+        maxAddedNetUs: Math.max(...addedNet),
       });
       if (server) {
         await server.close();
@@ -157,7 +178,7 @@ async function measure(opts) {
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
-  const budgetMs = 3 * opts.rows.length * opts.rounds * 2 * (opts.ms + 1700) + 30000;
+  const budgetMs = 3 * (opts.rows.length + 1) * opts.rounds * 2 * (opts.ms + 1700) + 30000;
   const watchdog = setTimeout(() => {
     console.error(`bench/lookup-cost.js: watchdog: over ${Math.round(budgetMs / 1000)} s, aborting`);
     process.exit(2);
@@ -172,14 +193,17 @@ async function main() {
   }
   console.log(`node ${before.node}, ${before.cpus} CPUs, load ${before.load} before; ${opts.rounds} alternated rounds of ${opts.ms} ms, ${opts.concurrency} lookups in flight`);
   console.log('main-thread CPU per dns.lookup, µs (medians over rounds)');
-  console.log(`${'lookup'.padEnd(26)} ${'lookups/s'.padStart(10)} ${'without'.padStart(8)} ${'with'.padStart(8)} ${'added'.padStart(8)}   range of added`);
+  const bg = results.find((r) => r.id === 'background');
+  console.log(`the agent's background work (no lookups): +${(bg.backgroundUsPerS / 1000).toFixed(2)} ms of main-thread CPU per second`);
+  console.log(`${'lookup'.padEnd(26)} ${'lookups/s'.padStart(10)} ${'without'.padStart(8)} ${'with'.padStart(8)} ${'added'.padStart(8)}   range of added   added w/o background (range)`);
   for (const r of results) {
+    if (r.id === 'background') continue;
     if (r.skipped) {
       console.log(`${r.label.padEnd(26)} skipped: ${r.skipped}`);
       continue;
     }
     const f = (v) => v.toFixed(2);
-    console.log(`${r.label.padEnd(26)} ${String(r.lookupsPerSecond).padStart(10)} ${f(r.withoutUs).padStart(8)} ${f(r.withUs).padStart(8)} ${f(r.addedUs).padStart(8)}   ${f(r.minAddedUs)}..${f(r.maxAddedUs)}`);
+    console.log(`${r.label.padEnd(26)} ${String(r.lookupsPerSecond).padStart(10)} ${f(r.withoutUs).padStart(8)} ${f(r.withUs).padStart(8)} ${f(r.addedUs).padStart(8)}   ${`${f(r.minAddedUs)}..${f(r.maxAddedUs)}`.padEnd(14)}   ${f(r.addedNetUs)} (${f(r.minAddedNetUs)}..${f(r.maxAddedNetUs)})`);
   }
   console.log(`load after: ${after}`);
 }
