@@ -53,9 +53,9 @@ class Agent {
    * Start in two phases. The first does what must precede the app's first line: the early
    * samplers (wrap dns.lookup, subscribe to the connection channels) and the exporters' early
    * work (lib/exporters.js EARLY), all cheap. The second creates the endpoint, the exporters
-   * (prom-client, hot-shots, the OpenTelemetry SDK load there), the other samplers and the
-   * sampling timer. With `defer` (the preload) the second phase runs on the first timer tick,
-   * after the app's top-level code, from an unref'd timer: a process that exits before its loop
+   * (prom-client, hot-shots, the OpenTelemetry SDK load there) and the other samplers; the
+   * sampling timer starts with the first. With `defer` (the preload) the second phase runs on the
+   * first timer tick, after the app's top-level code, from an unref'd timer: a process that exits before its loop
    * turns never pays for it, and a long-running one gets its endpoint within a millisecond of its
    * loop starting. That tick comes before any I/O callback of the loop's first turn, so no lookup
    * the app's top-level code starts completes before the exporters listen for it. Never throws.
@@ -86,6 +86,10 @@ class Agent {
       });
       process.on('exit', this.onExit);
     }
+    // The sampling timer starts now, so the first sample comes one interval after the preload
+    // however long the second phase takes (loading prom-client on a busy machine: 100s of ms).
+    this.timer = setInterval(() => this.sampleNow(), this.options.intervalMs);
+    this.timer.unref();
     if (defer) {
       this.deferred = setTimeout(() => this.#startRest(), 0);
       this.deferred.unref();
@@ -120,8 +124,6 @@ class Agent {
       if (sampler) all.push(sampler);
     }
     this.samplers = all;
-    this.timer = setInterval(() => this.sampleNow(), this.options.intervalMs);
-    this.timer.unref();
   }
 
   /**
