@@ -8,7 +8,7 @@
 //   ip     an IP literal (127.0.0.1): no getaddrinfo; the wrapper only checks and passes it on
 //   hosts  localhost, answered from /etc/hosts by getaddrinfo on the threadpool
 //   dns    bench.test, answered by a DNS server this bench runs on 127.0.17.1:53, seen by the
-//          child through a private mount namespace (test/helpers/namespace.js); skipped with a
+//          child through a private mount namespace (support/namespace.js); skipped with a
 //          message where that is not possible (not root, no unshare)
 //
 // Each measurement is a fresh child (bench/fixtures/lookup-loop.js) that keeps --concurrency
@@ -128,13 +128,13 @@ async function measure(opts) {
   try {
     for (const row of rows) {
       if (row.namespace) {
-        ns = require('../test/helpers/namespace');
+        ns = require('../support/namespace');
         const support = ns.namespaceSupport();
         if (!support.ok) {
           results.push({ id: row.id, label: row.label, skipped: `no private mount namespace: ${support.reason}` });
           continue;
         }
-        const { createDnsServer } = require('../test/helpers/dns-server');
+        const { createDnsServer } = require('../support/dns-server');
         server = await createDnsServer({ address: DNS_ADDRESS, port: 53 });
         server.setName(DNS_NAME, { a: '127.0.0.1' });
       }

@@ -66,7 +66,7 @@ class Agent {
     const samplerContext = { options: this.options, ownIo: this.ownIo, resolver: () => this.resolver };
     const samplers = new Map();
     for (const { name, early, create } of SAMPLERS) {
-      if (!early) continue;
+      if (!(typeof early === 'function' ? early(this.options) : early)) continue;
       const sampler = this.#safely(`sampler:${name}`, () => create(samplerContext));
       if (sampler) samplers.set(name, sampler);
     }

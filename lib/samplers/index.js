@@ -49,11 +49,12 @@
  * preload, before the app's first line (they wrap or subscribe to what the app's top-level code
  * may already use: dns.lookup, the connection channels); the others on the agent's first timer
  * tick (lib/agent.js start()).
- * @type {readonly { name: string, early?: boolean, create(ctx: SamplerContext): Sampler }[]}
+ * @type {readonly { name: string, early?: boolean | ((options: object) => boolean), create(ctx: SamplerContext): Sampler }[]}
  */
 const SAMPLERS = Object.freeze([
   { name: 'resources', create: () => require('./resources').createResourcesSampler() },
-  { name: 'threadpool', create: (ctx) => require('./threadpool').createThreadpoolSampler({ lookup: ctx.ownIo.lookup }) },
+  // With the tracer on (UVSCOPE_TRACER=on) it follows jobs from the app's first line.
+  { name: 'threadpool', early: (options) => Boolean(options.tracer && options.tracer.mode === 'on'), create: (ctx) => require('./threadpool').createThreadpoolSampler({ lookup: ctx.ownIo.lookup, tracer: ctx.options.tracer }) },
   { name: 'eventloop', create: () => require('./eventloop').createEventLoopSampler() },
   { name: 'dns', early: true, create: createDns },
   { name: 'connections', early: true, create: () => require('./connections').createConnectionsSampler() },

@@ -1,6 +1,6 @@
 'use strict';
 
-// Which line of each peer the companion tests run with on this Node: the newest line where it
+// Which line of each peer the companion tests and bench/peers.js run with on this Node: the newest line where it
 // runs (dd-trace 6 on Node 22+, the OpenTelemetry SDK 3 line on Node 22.15+, both from the
 // workspace peers/, whose own @opentelemetry/api 1.10 SDK 3 needs), else the older line from the
 // root devDependencies (dd-trace 5, SDK 2 with sdk-node 0.2xx). CI runs every Node major, so both
@@ -9,7 +9,7 @@
 const path = require('path');
 const { createRequire } = require('module');
 
-const ROOT = path.resolve(__dirname, '..', '..');
+const ROOT = path.resolve(__dirname, '..');
 const PEERS = path.join(ROOT, 'peers');
 
 const [major, minor] = process.versions.node.split('.').map(Number);
