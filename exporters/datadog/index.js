@@ -1,7 +1,7 @@
 'use strict';
 
 const dnsModule = require('dns');
-const { warnOnce, countError } = require('../../lib/report');
+const { warnOnce, countError, reportError } = require('../../lib/report');
 const { threadpoolSize } = require('../../lib/libuv');
 const { findPoint } = require('../../lib/snapshot');
 const { dnsLookupStart: startChannel, dnsLookupEnd: endChannel } = require('../../lib/channels').published;
@@ -41,6 +41,17 @@ function createExporter(agent) {
   const spans = o.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(agent) }) : null;
   let lastFlush = -Infinity;
 
+  // When the app's work is done: what was gathered since the last sample leaves now. The sends
+  // are UDP (or one Unix datagram each) and finish at once; nothing here waits for an answer.
+  const onBeforeExit = () => {
+    try {
+      sink.flush();
+    } catch (err) {
+      reportError('exporter:datadog', err);
+    }
+  };
+  process.once('beforeExit', onBeforeExit);
+
   return {
     name: 'datadog',
     sink,
@@ -55,6 +66,7 @@ function createExporter(agent) {
       sink.flush();
     },
     async close() {
+      process.removeListener('beforeExit', onBeforeExit);
       lookups.close();
       if (spans) spans.close();
       await sink.close();

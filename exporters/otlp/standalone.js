@@ -3,6 +3,15 @@
 const { createOwnAgent } = require('../../lib/own-io');
 const { invalid, parseBoolean } = require('../../lib/options');
 const { warnOnce, countError } = require('../../lib/report');
+const { createReader } = require('./reader');
+
+// Each export attempt of uvscope's own exporter is bounded by this (or by the standard timeout
+// variables when lower). It is below the exporter's first retry back-off (1 s with +-20 % jitter,
+// otlp-exporter-base retrying-transport.js), whose timer is referenced: the SDK then never retries
+// on its own, and an export in flight when the app's work ends holds it at most this long (grpc's
+// calls ref their connection; over HTTP uvscope's sockets are unref'd and hold nothing). A failed
+// interval is not retried: with cumulative temporality, the default, the next export carries it.
+const EXPORT_TIMEOUT_MAX_MS = 750;
 
 // One exporter package per OTLP protocol, as the SDK's own NodeSDK picks them
 // (sdk-node getOtlpMetricExporterFromEnv).
@@ -19,7 +28,8 @@ const PROTOCOLS = Object.freeze({
  * reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES. A bad value warns once and the
  * specification's default is used, as for uvscope's own settings.
  * @param {NodeJS.ProcessEnv} env
- * @returns {{ disabled: boolean, protocol: string, intervalMs: number, timeoutMs: number }}
+ * @returns {{ disabled: boolean, protocol: string, intervalMs: number, timeoutMs: number, exportTimeoutMs: number }}
+ *   exportTimeoutMs: one export attempt, at most EXPORT_TIMEOUT_MAX_MS
  */
 function standardSettings(env) {
   const disabled = env.OTEL_SDK_DISABLED ? parseBoolean(env.OTEL_SDK_DISABLED) === true : false;
@@ -33,7 +43,9 @@ function standardSettings(env) {
   const intervalMs = milliseconds(env, 'OTEL_METRIC_EXPORT_INTERVAL', 60000);
   // The periodic reader refuses a timeout above the interval; the SDK's NodeSDK clamps it too.
   const timeoutMs = Math.min(milliseconds(env, 'OTEL_METRIC_EXPORT_TIMEOUT', 30000), intervalMs);
-  return { disabled, protocol, intervalMs, timeoutMs };
+  const exporterVar = ['OTEL_EXPORTER_OTLP_METRICS_TIMEOUT', 'OTEL_EXPORTER_OTLP_TIMEOUT'].find((name) => env[name] && env[name].trim());
+  const exportTimeoutMs = Math.min(exporterVar ? milliseconds(env, exporterVar, 10000) : 10000, timeoutMs, EXPORT_TIMEOUT_MAX_MS);
+  return { disabled, protocol, intervalMs, timeoutMs, exportTimeoutMs };
 }
 
 function milliseconds(env, name, fallback) {
@@ -76,14 +88,12 @@ function createStandaloneProvider({ env = process.env, lookup } = {}) {
     return null;
   }
   // Over HTTP the exporter's requests go through an agent of uvscope's own, so they (and its
-  // lookups of the endpoint's name) are not counted as the app's. grpc makes its own connections.
-  const config = settings.protocol === 'grpc' ? {} : { httpAgentOptions: (protocol) => createOwnAgent(protocol, lookup) };
+  // lookups of the endpoint's name) are not counted as the app's, on unref'd sockets, so they
+  // never hold the process. grpc makes its own connections.
+  const config = { timeoutMillis: settings.exportTimeoutMs };
+  if (settings.protocol !== 'grpc') config.httpAgentOptions = (protocol) => createOwnAgent(protocol, lookup, { unrefSockets: true });
   const exporter = reportingFailures(new OTLPMetricExporter(config), settings);
-  const reader = new sdk.PeriodicExportingMetricReader({
-    exporter,
-    exportIntervalMillis: settings.intervalMs,
-    exportTimeoutMillis: settings.timeoutMs,
-  });
+  const reader = createReader(sdk, { exporter, intervalMs: settings.intervalMs, timeoutMs: settings.timeoutMs });
   const provider = new sdk.MeterProvider({ resource: resourceFromEnv(resources), readers: [reader] });
   return {
     provider,
@@ -129,4 +139,4 @@ function reportingFailures(exporter, settings) {
   return wrapped;
 }
 
-module.exports = { createStandaloneProvider, standardSettings, PROTOCOLS };
+module.exports = { createStandaloneProvider, standardSettings, PROTOCOLS, EXPORT_TIMEOUT_MAX_MS };

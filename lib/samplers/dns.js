@@ -218,48 +218,91 @@ function isLookupOf(hostname) {
   return typeof hostname === 'string' && hostname !== '' && isIP(hostname) === 0;
 }
 
+// The wrappers must be invisible to the app: the same return values, the same synchronous throws
+// for bad arguments, the same length, name and own symbols (dns.lookup's customPromisifyArgs makes
+// util.promisify(dns.lookup) resolve { address, family }), and no change to how a rejection nobody
+// handles is reported. The bookkeeping (started/record/abandoned) runs inside the app's call, so
+// each call of it is guarded: a failure there is reported and the lookup goes on untimed.
 // Invalid arguments make Node throw synchronously: that is no lookup, so it is not counted.
-function wrapCallbackLookup(original, { record, started, abandoned }) {
+
+/**
+ * dns.lookup, timed. Lookups go through the original, with the app's arguments and `this`.
+ * @param {Function} original
+ * @param {{ started: Function, record: Function, abandoned: Function }} tracker
+ */
+function wrapCallbackLookup(original, tracker) {
   const lookup = function lookup(hostname, options, callback) {
     const cb = typeof options === 'function' ? options : callback;
     if (typeof cb !== 'function' || !isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
-    const ctx = started(hostname);
+    const ctx = guarded(tracker.started, hostname);
+    if (ctx === undefined) return Reflect.apply(original, this, arguments);
     const done = function (err) {
-      record(ctx, err);
+      guarded(tracker.record, ctx, err);
       return Reflect.apply(cb, this, arguments);
     };
+    const args = Array.prototype.slice.call(arguments);
+    args[typeof options === 'function' ? 1 : 2] = done;
     try {
-      return typeof options === 'function'
-        ? Reflect.apply(original, this, [hostname, done])
-        : Reflect.apply(original, this, [hostname, options, done]);
+      return Reflect.apply(original, this, args);
     } catch (err) {
-      abandoned(ctx);
+      guarded(tracker.abandoned, ctx);
       throw err;
     }
   };
-  // dns.lookup carries Node's internal customPromisifyArgs symbol, which makes
-  // util.promisify(dns.lookup) resolve { address, family }; copy it so that still holds.
-  for (const sym of Object.getOwnPropertySymbols(original)) {
-    Object.defineProperty(lookup, sym, Object.getOwnPropertyDescriptor(original, sym));
-  }
-  return lookup;
+  return lookAlike(lookup, original);
 }
 
-function wrapPromiseLookup(original, { record, started, abandoned }) {
-  return function lookup(hostname) {
+/**
+ * dns.promises.lookup, timed. Returns a promise derived from the original's: it settles the same
+ * way one tick later, and when it rejects and nobody handles it, Node reports that unhandled
+ * rejection exactly as it would have reported the original's (uvscope's handler sits on the
+ * original promise, never on the one the caller holds).
+ * @param {Function} original
+ * @param {{ started: Function, record: Function, abandoned: Function }} tracker
+ */
+function wrapPromiseLookup(original, tracker) {
+  const lookup = function lookup(hostname) {
     if (!isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
-    const ctx = started(hostname);
+    const ctx = guarded(tracker.started, hostname);
+    if (ctx === undefined) return Reflect.apply(original, this, arguments);
     let promise;
     try {
       promise = Reflect.apply(original, this, arguments);
     } catch (err) {
-      abandoned(ctx);
+      guarded(tracker.abandoned, ctx);
       throw err;
     }
-    // The side branch handles the rejection itself; the caller's promise is returned untouched.
-    promise.then(() => record(ctx, null), (err) => record(ctx, err));
-    return promise;
+    return promise.then((value) => {
+      guarded(tracker.record, ctx, null);
+      return value;
+    }, (err) => {
+      guarded(tracker.record, ctx, err);
+      throw err;
+    });
   };
+  return lookAlike(lookup, original);
 }
 
-module.exports = { createDnsSampler, resolverTimeouts, OTHER };
+// The wrapper takes the original's length, name and own symbols.
+function lookAlike(wrapper, original) {
+  for (const key of ['length', 'name']) {
+    const d = Object.getOwnPropertyDescriptor(original, key);
+    if (d) Object.defineProperty(wrapper, key, d);
+  }
+  for (const sym of Object.getOwnPropertySymbols(original)) {
+    Object.defineProperty(wrapper, sym, Object.getOwnPropertyDescriptor(original, sym));
+  }
+  return wrapper;
+}
+
+// Calls the bookkeeping; never throws. undefined when it failed.
+function guarded(fn, a, b) {
+  try {
+    return fn(a, b);
+  } catch (err) {
+    reportError('sampler:dns', err);
+    return undefined;
+  }
+}
+
+module.exports = { createDnsSampler, resolverTimeouts, OTHER, wrapCallbackLookup, wrapPromiseLookup };
