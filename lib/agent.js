@@ -10,6 +10,7 @@ const { reportError, errorCountsSnapshot } = require('./report');
 const { readResolverConfig } = require('./resolver');
 const { createFindingsEngine } = require('./findings');
 const { formatReport } = require('./format-report');
+const { injectFault } = require('./faults');
 
 // resolv.conf and /etc/hosts are re-read this often (tiny files, read synchronously).
 const RESOLVER_REFRESH_MS = 60000;
@@ -33,7 +34,7 @@ class Agent {
     this.findings = createFindingsEngine({ intervalMs: options.intervalMs, startTime: Date.now() });
   }
 
-  /** Create samplers and exporters and start the timer. Never throws. */
+  /** Create samplers and exporters and start the timer. A failure here is undone by stop(). */
   start() {
     this.#refreshResolver(Date.now());
     const dns = this.#safely('sampler:dns', () => createDnsSampler({ maxNames: this.options.dns.maxNames, resolver: () => this.resolver }));
@@ -56,6 +57,7 @@ class Agent {
       this.onExit = () => this.#safely('report', () => process.stderr.write(formatReport(this.sampleNow())));
       process.on('exit', this.onExit);
     }
+    injectFault('agent:start');
     return this;
   }
 
@@ -75,6 +77,7 @@ class Agent {
     const tick = { resources };
     for (const sampler of this.samplers) {
       try {
+        injectFault(`sample:${sampler.name}`);
         for (const p of sampler.sample(tick)) points.push(Object.freeze({ ...p, attributes: Object.freeze(p.attributes) }));
       } catch (err) {
         reportError(`sampler:${sampler.name}`, err);
@@ -85,6 +88,7 @@ class Agent {
     for (const sampler of this.samplers) {
       if (typeof sampler.details !== 'function') continue;
       try {
+        injectFault(`details:${sampler.name}`);
         details[sampler.name] = sampler.details();
       } catch (err) {
         reportError(`sampler:${sampler.name}`, err);
@@ -97,6 +101,7 @@ class Agent {
     }
     let findings = [];
     try {
+      injectFault('findings');
       findings = this.findings.evaluate({ time, points, details });
     } catch (err) {
       reportError('findings', err);
@@ -109,6 +114,7 @@ class Agent {
     for (const exporter of this.exporters) {
       if (typeof exporter.export !== 'function') continue;
       try {
+        injectFault(`export:${exporter.name}`);
         exporter.export(snapshot);
       } catch (err) {
         reportError(`exporter:${exporter.name}`, err);
@@ -145,6 +151,7 @@ class Agent {
 
   #safely(component, fn) {
     try {
+      injectFault(`create:${component}`);
       return fn();
     } catch (err) {
       reportError(component, err);

@@ -2,6 +2,7 @@
 
 const { tag } = require('./series');
 const { reportError } = require('../../lib/report');
+const { injectFault } = require('../../lib/faults');
 
 /**
  * The sample rate that keeps about `budget` distribution values per second when `n` lookups were
@@ -36,6 +37,7 @@ function createLookupDistributions({ sink, channel, maxPerSecond, now = Date.now
 
   function onEnd(msg) {
     try {
+      injectFault('channel:datadog.lookups');
       const t = now();
       if (t - windowStart >= 1000) {
         lastSeen = t - windowStart < 2000 ? seen : 0;

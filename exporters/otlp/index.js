@@ -4,6 +4,7 @@ const { dnsLookupEnd: endChannel } = require('../../lib/channels').published;
 const { globalMeterProvider } = require('./global');
 const { createInstruments, runtimeNodeLoaded } = require('./instruments');
 const { warnOnce, countError, reportError } = require('../../lib/report');
+const { injectFault } = require('../../lib/faults');
 
 // Observations made before uvscope has a provider to record them on (the app's SDK may start
 // after uvscope): kept, up to this many, and recorded once a provider is there.
@@ -51,6 +52,7 @@ function createExporter(agent) {
   // error on the next tick, so nothing may escape.
   function onLookup(event) {
     try {
+      injectFault('channel:otlp');
       record('dns', event.seconds, { 'dns.question.name': event.name, 'error.type': event.errorType });
     } catch (err) {
       reportError('exporter:otlp', err);

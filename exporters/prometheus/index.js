@@ -3,6 +3,7 @@
 const http = require('http');
 const { CATALOG, shortName } = require('../../lib/metrics');
 const { warnOnce, countError, reportError } = require('../../lib/report');
+const { injectFault } = require('../../lib/faults');
 
 const UNIT_SUFFIX = Object.freeze({ s: 'seconds', By: 'bytes' });
 
@@ -39,6 +40,7 @@ class SnapshotMetric {
   }
 
   values() {
+    injectFault('export:prometheus');
     const snapshot = this.agent.latest;
     if (!snapshot) return [];
     const out = [];

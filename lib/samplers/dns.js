@@ -8,6 +8,7 @@ const { DNS_BUCKETS } = require('../metrics');
 const { reportError } = require('../report');
 const { captureCaller } = require('../callers');
 const { published } = require('../channels');
+const { injectFault } = require('../faults');
 
 const OTHER = '_other';
 
@@ -65,6 +66,7 @@ function createDnsSampler(options = {}) {
   }
 
   function started(hostname) {
+    injectFault('dns:started');
     const host = hostFor(hostname);
     const ctx = { hostname, host, start: process.hrtime.bigint(), caller: null };
     if (host.inFlight > 0) host.interval.duplicates++;
@@ -100,6 +102,7 @@ function createDnsSampler(options = {}) {
   function record(ctx, err) {
     try {
       inFlight--;
+      injectFault('dns:record');
       const { host } = ctx;
       host.inFlight--;
       if (!active) return;
