@@ -78,7 +78,11 @@ class Agent {
     for (const sampler of this.samplers) {
       try {
         injectFault(`sample:${sampler.name}`);
-        for (const p of sampler.sample(tick)) points.push(Object.freeze({ ...p, attributes: Object.freeze(p.attributes) }));
+        // Samplers return fresh points: frozen in place rather than copied (fewer objects per sample).
+        for (const p of sampler.sample(tick)) {
+          Object.freeze(p.attributes);
+          points.push(Object.freeze(p));
+        }
       } catch (err) {
         reportError(`sampler:${sampler.name}`, err);
       }
@@ -160,10 +164,12 @@ class Agent {
   }
 }
 
+// for...in rather than Object.values(): no array per object (a snapshot holds thousands of
+// objects with many hostnames, and this runs every sample).
 function deepFreeze(value) {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
+    for (const k in value) deepFreeze(value[k]);
   }
   return value;
 }

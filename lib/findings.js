@@ -27,6 +27,9 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
   const lim = { ...LIMITS, ...limits };
   const size = Math.max(1, Math.ceil(lim.windowMs / intervalMs));
   const window = [];
+  // Callers per hostname, from the latest interval that had them (they are cumulative), kept once
+  // rather than in every summary of the window.
+  const callers = new Map(); // name -> { callers, time }
   let previous = null;
   let previousTime = startTime;
 
@@ -41,10 +44,14 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
       previousTime = sample.time;
       window.push(summary);
       if (window.length > size) window.shift();
+      mergeHosts(window, lim.windowMs / HOST_BUCKETS);
+      const dnsHosts = (sample.details.dns && sample.details.dns.hosts) || [];
+      for (const h of dnsHosts) if (h.callers && h.callers.length && isActive(h)) callers.set(h.name, { callers: h.callers, time: sample.time });
+      for (const [name, c] of callers) if (c.time < window[0].time) callers.delete(name);
       return [
         threadpoolDnsSaturated(window, lim),
         dnsResolverTimeout(window, sample.details.resolver),
-        dnsNoCache(window, lim),
+        dnsNoCache(window, lim, callers),
         dnsSearchExpansion(window, sample.details.resolver),
         eventLoopBlocked(window, lim),
         httpNoKeepAlive(window, lim),
@@ -75,7 +82,7 @@ function summarize(sample, previous, previousTime) {
     dnsWaitMean: waits.count > 0 ? waits.sum / waits.count : null,
     delayMax: value('nodejs.eventloop.delay.max'),
     delayP99: value('nodejs.eventloop.delay.p99'),
-    hosts: (sample.details.dns && sample.details.dns.hosts) || [],
+    hosts: compactHosts(sample.details.dns),
     connections: sample.details.connections || null,
     heapLimit: value('v8js.memory.heap.limit'),
     containerLimit: value('nodejs.memory.constrained'),
@@ -146,7 +153,57 @@ function dnsResolverTimeout(window, resolver) {
   };
 }
 
-function dnsNoCache(window, lim) {
+// Per-hostname figures in the window are merged into at most HOST_BUCKETS buckets (5 s each over
+// 60 s): the latest summary of a bucket carries the bucket's sums (and the largest per-interval
+// figures), the earlier ones none. Rules sum and take maxima over the window as before, so they
+// see the same figures; memory per hostname no longer grows with the number of intervals
+// (UVSCOPE_INTERVAL_MS=50 kept 1200 entries per name). A bucket leaves the window with its latest
+// interval, so host figures cover the last 60 to 65 s.
+const HOST_BUCKETS = 12;
+const NO_HOSTS = Object.freeze([]);
+
+function mergeHosts(window, bucketMs) {
+  const summary = window[window.length - 1];
+  const prev = window.length > 1 ? window[window.length - 2] : null;
+  if (!prev || prev.hostsSince === undefined || summary.time - prev.hostsSince >= bucketMs) {
+    summary.hostsSince = summary.time;
+    return;
+  }
+  summary.hostsSince = prev.hostsSince;
+  const byName = new Map();
+  for (const h of prev.hosts) byName.set(h.name, h);
+  for (const h of summary.hosts) {
+    const m = byName.get(h.name);
+    if (!m) {
+      byName.set(h.name, h);
+      continue;
+    }
+    m.lookups += h.lookups;
+    m.duplicates += h.duplicates;
+    m.timeouts += h.timeouts;
+    m.maxDuplicates = Math.max(m.maxDuplicates, h.maxDuplicates);
+    m.maxInFlight = Math.max(m.maxInFlight, h.maxInFlight);
+  }
+  summary.hosts = [...byName.values()];
+  prev.hosts = NO_HOSTS;
+}
+
+// What the rules read of a hostname's interval, for the hostnames active in it: the window holds
+// one of these per active name and interval, not the snapshot's full details (which made ~20 KB
+// per kept hostname over a 60 s window at a 1 s interval).
+function compactHosts(dns) {
+  const out = [];
+  for (const h of (dns && dns.hosts) || []) {
+    if (isActive(h)) out.push({ name: h.name, lookups: h.lookups, duplicates: h.duplicates, maxDuplicates: h.duplicates, maxInFlight: h.maxInFlight, timeouts: h.timeouts });
+  }
+  return out;
+}
+
+function isActive(h) {
+  return h.lookups > 0 || h.duplicates > 0 || h.timeouts > 0 || h.maxInFlight > 0;
+}
+
+function dnsNoCache(window, lim, callersByName) {
   const seconds = window.reduce((a, s) => a + (s.seconds || 0), 0);
   const rates = aggregate(window, (h) => h.lookups).map((h) => ({ ...h, perSecond: seconds > 0 ? h.value / seconds : 0 }));
   const dups = aggregate(window, (h) => h.duplicates);
@@ -154,13 +211,13 @@ function dnsNoCache(window, lim) {
   const atOnce = new Map();
   for (const s of window) {
     for (const h of s.hosts) {
-      maxDup.set(h.name, Math.max(maxDup.get(h.name) || 0, h.duplicates));
+      maxDup.set(h.name, Math.max(maxDup.get(h.name) || 0, h.maxDuplicates));
       atOnce.set(h.name, Math.max(atOnce.get(h.name) || 0, h.maxInFlight));
     }
   }
   const hot = rates.filter((h) => h.perSecond >= lim.sameNamePerSecond || (maxDup.get(h.name) || 0) >= lim.concurrentDuplicates);
   if (hot.length === 0) return null;
-  const callers = callersOf(window);
+  const callers = new Map([...callersByName].map(([name, c]) => [name, c.callers]));
   const worst = hot[0];
   // Lookups that start on a later tick (dgram's first send, say) have no app frame on the stack.
   const who = (callers.get(worst.name) || []).find((c) => c.caller !== '(unknown)');
@@ -280,15 +337,6 @@ function aggregate(window, pick) {
 
 function topHosts(window, pick) {
   return aggregate(window, pick).map((h) => ({ name: h.name, lookups: h.value }));
-}
-
-// Callers per hostname from the latest interval that had them (callers are cumulative).
-function callersOf(window) {
-  const out = new Map();
-  for (let i = window.length - 1; i >= 0; i--) {
-    for (const h of window[i].hosts) if (!out.has(h.name) && h.callers.length) out.set(h.name, h.callers);
-  }
-  return out;
 }
 
 function ms(seconds) {
