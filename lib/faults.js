@@ -20,7 +20,7 @@ const SEAMS = Object.freeze([
 ]);
 
 const faults = new Map();
-for (const entry of String(process.env.UVSCOPE_TEST_FAULTS || '').split(',')) {
+for (const entry of String(require('./options').readSetting('test.faults') || '').split(',')) {
   const [seam, times] = entry.trim().split('@');
   if (seam) faults.set(seam, times === undefined ? Infinity : Number(times));
 }

@@ -46,8 +46,19 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
       if (window.length > size) window.shift();
       mergeHosts(window, lim.windowMs / HOST_BUCKETS);
       const dnsHosts = (sample.details.dns && sample.details.dns.hosts) || [];
-      for (const h of dnsHosts) if (h.callers && h.callers.length && isActive(h)) callers.set(h.name, { callers: h.callers, time: sample.time });
-      for (const [name, c] of callers) if (c.time < window[0].time) callers.delete(name);
+      for (const h of dnsHosts) {
+        if (!h.callers || !h.callers.length || !isActive(h)) continue;
+        const c = callers.get(h.name);
+        if (c) {
+          c.callers = h.callers;
+          c.time = sample.time;
+        } else {
+          callers.set(h.name, { callers: h.callers, time: sample.time });
+        }
+      }
+      callers.forEach((c, name) => {
+        if (c.time < window[0].time) callers.delete(name);
+      });
       return [
         threadpoolDnsSaturated(window, lim),
         dnsResolverTimeout(window, sample.details.resolver),
@@ -205,18 +216,25 @@ function isActive(h) {
 
 function dnsNoCache(window, lim, callersByName) {
   const seconds = window.reduce((a, s) => a + (s.seconds || 0), 0);
-  const rates = aggregate(window, (h) => h.lookups).map((h) => ({ ...h, perSecond: seconds > 0 ? h.value / seconds : 0 }));
-  const dups = aggregate(window, (h) => h.duplicates);
-  const maxDup = new Map();
-  const atOnce = new Map();
+  // One pass and one small object per name (this runs every sample, over every kept name).
+  const per = new Map(); // name -> { lookups, duplicates, maxDup, atOnce }
   for (const s of window) {
     for (const h of s.hosts) {
-      maxDup.set(h.name, Math.max(maxDup.get(h.name) || 0, h.maxDuplicates));
-      atOnce.set(h.name, Math.max(atOnce.get(h.name) || 0, h.maxInFlight));
+      let a = per.get(h.name);
+      if (!a) per.set(h.name, (a = { lookups: 0, duplicates: 0, maxDup: 0, atOnce: 0 }));
+      a.lookups += h.lookups;
+      a.duplicates += h.duplicates;
+      if (h.maxDuplicates > a.maxDup) a.maxDup = h.maxDuplicates;
+      if (h.maxInFlight > a.atOnce) a.atOnce = h.maxInFlight;
     }
   }
-  const hot = rates.filter((h) => h.perSecond >= lim.sameNamePerSecond || (maxDup.get(h.name) || 0) >= lim.concurrentDuplicates);
+  const hot = [];
+  per.forEach((a, name) => {
+    const perSecond = seconds > 0 ? a.lookups / seconds : 0;
+    if (a.lookups > 0 && (perSecond >= lim.sameNamePerSecond || a.maxDup >= lim.concurrentDuplicates)) hot.push({ name, value: a.lookups, perSecond });
+  });
   if (hot.length === 0) return null;
+  hot.sort((a, b) => b.value - a.value);
   const callers = new Map([...callersByName].map(([name, c]) => [name, c.callers]));
   const worst = hot[0];
   // Lookups that start on a later tick (dgram's first send, say) have no app frame on the stack.
@@ -224,14 +242,14 @@ function dnsNoCache(window, lim, callersByName) {
   return {
     id: 'dns-no-cache',
     severity: 'warning',
-    summary: `${worst.name} is looked up ${worst.perSecond.toFixed(1)} times a second${(atOnce.get(worst.name) || 0) > 1 ? `, up to ${atOnce.get(worst.name)} at once` : ''}${who ? `, mostly by ${who.caller}` : ''}: nothing caches or coalesces these lookups.`,
+    summary: `${worst.name} is looked up ${worst.perSecond.toFixed(1)} times a second${per.get(worst.name).atOnce > 1 ? `, up to ${per.get(worst.name).atOnce} at once` : ''}${who ? `, mostly by ${who.caller}` : ''}: nothing caches or coalesces these lookups.`,
     evidence: {
       hostnames: hot.slice(0, 10).map((h) => ({
         name: h.name,
         lookupsPerSecond: round(h.perSecond),
         // lookups started while another lookup of the same name was in flight (one would do)
-        concurrentDuplicates: (dups.find((d) => d.name === h.name) || { value: 0 }).value,
-        maxInFlight: atOnce.get(h.name) || 0,
+        concurrentDuplicates: per.get(h.name).duplicates,
+        maxInFlight: per.get(h.name).atOnce,
         callers: (callers.get(h.name) || []).slice(0, 5),
       })),
     },

@@ -93,6 +93,8 @@ const SETTINGS = Object.freeze([
   // One export attempt of uvscope's own exporter: at most 750 ms whatever this says (see
   // exporters/otlp/standalone.js); the exporter package would read it too, uvscope passes it.
   setting('otlp.exportTimeoutMs', ['OTEL_EXPORTER_OTLP_METRICS_TIMEOUT', 'OTEL_EXPORTER_OTLP_TIMEOUT'], parseInteger(1, 2147483647), 'a positive integer number of milliseconds', { late: true, default: 10000 }),
+  // --- tests only: seams where uvscope throws on purpose (lib/faults.js, test/containment.test.js) ---
+  setting('test.faults', 'UVSCOPE_TEST_FAULTS', parseString, 'seam names, comma-separated', { late: true, default: '' }),
   // --- libuv and glibc: read as they read them (never invalid), when used ---
   setting('threadpool.size', 'UV_THREADPOOL_SIZE', threadpoolSize, 'a number (libuv reads it with atoi and clamps it to 1..1024)',
     { late: true, default: threadpoolSize(undefined), keepEmpty: true }),

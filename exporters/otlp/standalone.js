@@ -115,7 +115,7 @@ function reportingFailures(exporter, settings) {
  * @param {NodeJS.ProcessEnv} [env]
  * @returns {{ disabled: boolean, protocol: string, intervalMs: number, timeoutMs: number, exportTimeoutMs: number }}
  */
-function standaloneSettings(env = process.env) {
+function standaloneSettings(env) {
   const settings = otlpStandardSettings(env);
   return { ...settings, exportTimeoutMs: Math.min(readSetting('otlp.exportTimeoutMs', env), settings.timeoutMs, EXPORT_TIMEOUT_MAX_MS) };
 }

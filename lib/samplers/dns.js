@@ -179,7 +179,7 @@ function createDnsSampler(options = {}) {
           timeouts: i.timeouts,
           inFlight: host.inFlight,
           totalLookups: host.lookups,
-          callers: [...host.callers].map(([caller, c]) => ({ caller, count: c.count, seconds: c.seconds })).sort((a, b) => b.count - a.count),
+          callers: callerList(host.callers),
         });
         host.interval = newInterval(host.inFlight);
       }
@@ -195,6 +195,14 @@ function createDnsSampler(options = {}) {
       syncBuiltinESMExports();
     },
   };
+}
+
+// The callers of a hostname, most frequent first (forEach: no entry arrays, once per name and
+// sample).
+function callerList(callers) {
+  const out = [];
+  callers.forEach((c, caller) => out.push({ caller, count: c.count, seconds: c.seconds }));
+  return out.sort((a, b) => b.count - a.count);
 }
 
 function newHost(name) {
