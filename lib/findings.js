@@ -349,7 +349,12 @@ function heapLimitAboveContainer(last, lim) {
 // Sum a per-host figure over the window, largest first.
 function aggregate(window, pick) {
   const sums = new Map();
-  for (const s of window) for (const h of s.hosts) sums.set(h.name, (sums.get(h.name) || 0) + pick(h));
+  for (const s of window) {
+    for (const h of s.hosts) {
+      const v = pick(h);
+      if (v) sums.set(h.name, (sums.get(h.name) || 0) + v); // zeros would be filtered out below
+    }
+  }
   return [...sums].filter(([, v]) => v > 0).map(([name, value]) => ({ name, value })).sort((a, b) => b.value - a.value);
 }
 
