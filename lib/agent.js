@@ -50,13 +50,19 @@ class Agent {
     /** @type {import('./samplers').SamplerContext} */
     const samplerContext = { options: this.options, ownIo: this.ownIo, resolver: () => this.resolver };
     for (const { name, create } of SAMPLERS) {
-      const sampler = this.#safely(`sampler:${name}`, () => create(samplerContext));
+      const sampler = this.#safely(`sampler:${name}`, () => {
+        injectFault(`create:sampler:${name}`);
+        return create(samplerContext);
+      });
       if (sampler) this.samplers.push(sampler);
     }
     this.server = this.#safely('server', () => this.#createServer());
     const context = this.#exporterContext();
     for (const name of this.options.exporters) {
-      const exporter = this.#safely(`exporter:${name}`, () => createExporter(name, context));
+      const exporter = this.#safely(`exporter:${name}`, () => {
+        injectFault(`create:exporter:${name}`);
+        return createExporter(name, context);
+      });
       if (exporter) this.exporters.push(exporter);
     }
     this.timer = setInterval(() => this.sampleNow(), this.options.intervalMs);
@@ -233,7 +239,6 @@ class Agent {
 
   #safely(component, fn) {
     try {
-      injectFault(`create:${component}`);
       return fn();
     } catch (err) {
       reportError(component, err);
