@@ -77,7 +77,10 @@ function createDnsSampler(options = {}) {
       // Counted when the lookup starts (a backlog may hold it for long); timed when it ends.
       let c = host.callers.get((ctx.caller = captureCaller()));
       if (!c && host.callers.size < MAX_CALLERS) host.callers.set(ctx.caller, (c = { count: 0, seconds: 0 }));
-      if (c) c.count++;
+      if (c) {
+        c.count++;
+        host.callerList = null;
+      }
     }
     host.lookups++;
     host.interval.lookups++;
@@ -122,7 +125,10 @@ function createDnsSampler(options = {}) {
       if (conf && resolverTimeouts(seconds, conf.timeout) > 0) host.interval.timeouts++;
       if (ctx.caller !== null) {
         const c = host.callers.get(ctx.caller);
-        if (c) c.seconds += seconds;
+        if (c) {
+          c.seconds += seconds;
+          host.callerList = null;
+        }
       }
       if (endChannel.hasSubscribers) endChannel.publish({ hostname: ctx.hostname, name: host.name, errorType, seconds });
     } catch (e) {
@@ -180,14 +186,14 @@ function createDnsSampler(options = {}) {
           timeouts: i.timeouts,
           inFlight: host.inFlight,
           totalLookups: host.lookups,
-          callers: callerList(host.callers),
+          callers: host.callerList || (host.callerList = callerList(host.callers)),
         });
       }
       return { inFlight, hosts: out };
     },
     /** Start a new interval: per-hostname interval figures and the caller budget start over. */
     endInterval() {
-      for (const host of hosts.values()) host.interval = newInterval(host.inFlight);
+      for (const host of hosts.values()) resetInterval(host.interval, host.inFlight);
       callerBudget = CALLER_SAMPLES_PER_INTERVAL;
     },
     close() {
@@ -201,12 +207,19 @@ function createDnsSampler(options = {}) {
   };
 }
 
-// The callers of a hostname, most frequent first (forEach: no entry arrays, once per name and
-// sample).
+// The callers of a hostname, most frequent first, frozen: the same list is handed out again until
+// a sampled lookup of that name changes it (at most 20 a second in all), so a sample makes no new
+// objects for the callers of most names.
 function callerList(callers) {
   const out = [];
-  callers.forEach((c, caller) => out.push({ caller, count: c.count, seconds: c.seconds }));
-  return out.sort((a, b) => b.count - a.count);
+  callers.forEach((c, caller) => out.push(Object.freeze({ caller, count: c.count, seconds: c.seconds })));
+  return Object.freeze(out.sort((a, b) => b.count - a.count));
+}
+
+// A new interval in place: one interval object per name for its life, not one per sample that
+// lives until the next (the temporary dies young and costs V8 nothing to keep).
+function resetInterval(i, inFlight) {
+  Object.assign(i, newInterval(inFlight));
 }
 
 /**
@@ -235,7 +248,7 @@ function callerList(callers) {
  */
 
 function newHost(name) {
-  return { name, lookups: 0, inFlight: 0, callers: new Map(), interval: newInterval(0) };
+  return { name, lookups: 0, inFlight: 0, callers: new Map(), callerList: null, interval: newInterval(0) };
 }
 
 function newInterval(inFlight) {

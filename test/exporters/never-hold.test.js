@@ -113,7 +113,8 @@ describe('exporters never hold the process: OTLP (standalone)', function () {
     it(`${protocol}: a collector that accepts and never answers: exits within ~1 s, one warning`, async () => {
       const receiver = await createOtlpReceiver({ transport: TRANSPORT[protocol], hang: true });
       try {
-        const r = await runApp(otlp(receiver.endpoint));
+        // Work long enough for exports to reach the collector and hang there.
+        const r = await runApp(otlp(receiver.endpoint, { FIXTURE_WORK_MS: '1500' }));
         assert.equal(r.code, 0, r.stderr);
         assert.ok(r.lingerMs < EXIT_WITHIN_MS, `exited ${r.lingerMs} ms after its work ended`);
         assert.ok(receiver.requests.length >= 1, 'exports reached the collector');
