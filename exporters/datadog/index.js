@@ -40,8 +40,9 @@ function createExporter(context) {
   const spans = o.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(context.latest()) }) : null;
   let lastFlush = -Infinity;
 
-  // When the app's work is done: what was gathered since the last sample leaves now. The sends
-  // are UDP (or one Unix datagram each) and finish at once; nothing here waits for an answer.
+  // When the app's work is done: what was gathered since the last sample leaves now (at each
+  // beforeExit, if the app goes on; an empty buffer sends nothing, so this never keeps it going).
+  // The sends are UDP (or one Unix datagram each) and finish at once; nothing waits for an answer.
   const onBeforeExit = () => {
     try {
       sink.flush();
@@ -49,7 +50,7 @@ function createExporter(context) {
       reportError('exporter:datadog', err);
     }
   };
-  process.once('beforeExit', onBeforeExit);
+  process.on('beforeExit', onBeforeExit);
 
   return {
     name: 'datadog',
