@@ -32,6 +32,17 @@ export interface Options {
     /** Distinct hostnames kept as labels; the rest count as _other (UVSCOPE_DNS_MAX_NAMES, default 100). */
     maxNames?: number;
   };
+  /** The threadpool tracer (async_hooks), see the README. */
+  tracer?: {
+    /** UVSCOPE_TRACER, default 'auto' (armed for a window when the pool looks saturated). */
+    mode?: 'auto' | 'on' | 'off';
+    /** A probe wait that arms it in auto mode (UVSCOPE_TRACER_THRESHOLD_MS, default 250). */
+    thresholdMs?: number;
+    /** How long auto mode stays armed (UVSCOPE_TRACER_WINDOW_MS, default 10000). */
+    windowMs?: number;
+    /** Time disarmed before auto mode may arm again (UVSCOPE_TRACER_COOLDOWN_MS, default 90000). */
+    cooldownMs?: number;
+  };
   /** Print the findings on stderr when the process exits (UVSCOPE_REPORT_ON_EXIT). */
   /** true: the text report on stderr at exit; a path ending in .html: the page with the data embedded. */
   reportOnExit?: boolean | string;

@@ -12,6 +12,9 @@ const DNS_BUCKETS = Object.freeze([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
 /** Upper bounds for threadpool queue wait, from a free thread (~0.1 ms) to a long backlog. */
 const QUEUE_WAIT_BUCKETS = Object.freeze([0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
 
+/** Upper bounds for a threadpool job's time from submission to callback (queue wait and run). */
+const JOB_DURATION_BUCKETS = Object.freeze([0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]);
+
 /** Upper bounds for event-loop delay (lateness of a 10 ms timer). */
 const EVENTLOOP_BUCKETS = Object.freeze([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
 
@@ -73,12 +76,19 @@ const CATALOG = Object.freeze([
   def('nodejs.uv.threadpool.dns_slots', 'gauge', '{thread}', [],
     'Threads that may run getaddrinfo/getnameinfo at once: libuv caps slow I/O at (size+1)/2.'),
   def('nodejs.uv.threadpool.pending', 'gauge', '{request}', ['nodejs.uv.threadpool.kind'],
-    'Threadpool work submitted and not completed, as far as Node shows it (kind dns: lookups, fs: file system requests).'),
+    'Threadpool work submitted and not completed (kind dns: lookups, fs: file system requests, as Node lists them; while the tracer is armed also crypto, zlib and other (addons), counted from their submission).'),
   def('nodejs.uv.threadpool.queued', 'gauge', '{request}', ['nodejs.uv.threadpool.kind'],
     'Estimated threadpool work waiting for a thread: pending beyond what the pool (and its DNS slots) can run at once.'),
   def('nodejs.uv.threadpool.queue_wait', 'histogram', 's', ['nodejs.uv.threadpool.queue'],
     'Time a probe job waited for the threadpool, measured by one cheap job at a time per queue (dns: a getaddrinfo of localhost; work: a 1-byte crypto.randomFill).',
     QUEUE_WAIT_BUCKETS, { onePerSample: true }),
+  def('nodejs.uv.threadpool.job.duration', 'histogram', 's', ['nodejs.uv.threadpool.kind', 'nodejs.uv.threadpool.job.type'],
+    'Threadpool jobs seen by the tracer while armed, from submission to callback (queue wait plus run), by kind and provider type (PBKDF2REQUEST, ZLIB, FSREQCALLBACK, an addon\'s own name...).',
+    JOB_DURATION_BUCKETS),
+  def('nodejs.uv.threadpool.busy', 'gauge', '{thread}', ['nodejs.uv.threadpool.thread.state'],
+    'Mean pool threads over the last interval from the kernel\'s per-thread CPU accounting (Linux, Node 22+): computing = on a CPU, runnable = ready but waiting for a CPU.'),
+  def('uvscope.tracer.armed', 'gauge', '1', [],
+    '1 while the threadpool tracer (async_hooks) is armed, else 0 (UVSCOPE_TRACER=auto arms it when the pool looks saturated).'),
   def('uvscope.probe.in_flight', 'gauge', '{request}', ['nodejs.uv.threadpool.queue'],
     'uvscope\'s own threadpool probe still running at sampling time (0 or 1); it is included in the pending and queued figures.'),
   def('nodejs.eventloop.delay', 'histogram', 's', [],
@@ -122,6 +132,8 @@ const SHORT_NAMES = Object.freeze({
   'nodejs.uv.request.type': 'type',
   'nodejs.uv.threadpool.kind': 'kind',
   'nodejs.uv.threadpool.queue': 'queue',
+  'nodejs.uv.threadpool.job.type': 'type',
+  'nodejs.uv.threadpool.thread.state': 'state',
   'uvscope.component': 'component',
   'nodejs.net.connect.phase': 'phase',
   'nodejs.http.client': 'client',
@@ -173,4 +185,4 @@ function metric(name) {
   return m;
 }
 
-module.exports = { CATALOG, metric, shortName, eventObservation, CONNECT_BUCKETS, GC_BUCKETS, DNS_BUCKETS, QUEUE_WAIT_BUCKETS, EVENTLOOP_BUCKETS };
+module.exports = { CATALOG, metric, shortName, eventObservation, CONNECT_BUCKETS, GC_BUCKETS, DNS_BUCKETS, QUEUE_WAIT_BUCKETS, EVENTLOOP_BUCKETS, JOB_DURATION_BUCKETS };
