@@ -179,6 +179,9 @@ function dnsResolverTimeout(window, resolver) {
 // (UVSCOPE_INTERVAL_MS=50 kept 1200 entries per name). A bucket leaves the window with its latest
 // interval, so host figures cover the last 60 to 65 s.
 const HOST_BUCKETS = 12;
+// Per-interval counts and sums of a hostname's details, added up when intervals merge; max* fields
+// take the largest; any other number is a figure of the moment and takes the latest.
+const SUMMED = new Set(['lookups', 'errors', 'seconds', 'duplicates', 'timeouts', 'queueWaitSeconds', 'resolveSeconds']);
 const NO_HOSTS = Object.freeze([]);
 
 function mergeHosts(window, bucketMs) {
@@ -197,29 +200,34 @@ function mergeHosts(window, bucketMs) {
       byName.set(h.name, h);
       continue;
     }
-    m.lookups += h.lookups;
-    m.duplicates += h.duplicates;
-    m.timeouts += h.timeouts;
-    m.maxDuplicates = Math.max(m.maxDuplicates, h.maxDuplicates);
-    m.maxInFlight = Math.max(m.maxInFlight, h.maxInFlight);
+    for (const k in h) {
+      if (typeof h[k] !== 'number') continue;
+      if (SUMMED.has(k)) m[k] = (m[k] || 0) + h[k];
+      else if (k.startsWith('max')) m[k] = Math.max(m[k] || 0, h[k]);
+      else m[k] = h[k]; // a figure of the moment (inFlight, totalLookups, ...): the latest
+    }
   }
   summary.hosts = [...byName.values()];
   prev.hosts = NO_HOSTS;
 }
 
-// What the rules read of a hostname's interval, for the hostnames active in it: the window holds
-// one of these per active name and interval, not the snapshot's full details (which made ~20 KB
-// per kept hostname over a 60 s window at a 1 s interval).
+// A hostname's interval figures without its callers, for the hostnames active in it: the window
+// holds these, merged (mergeHosts), not the snapshot's full details with callers (which made
+// ~20 KB per kept hostname over a 60 s window at a 1 s interval).
 function compactHosts(dns) {
   const out = [];
   for (const h of (dns && dns.hosts) || []) {
-    if (isActive(h)) out.push({ name: h.name, lookups: h.lookups, duplicates: h.duplicates, maxDuplicates: h.duplicates, maxInFlight: h.maxInFlight, timeouts: h.timeouts });
+    if (!isActive(h)) continue;
+    // Every figure but the callers (kept once per name, see evaluate()).
+    const c = { maxDuplicates: h.duplicates };
+    for (const k in h) if (k !== 'callers' && (typeof h[k] !== 'object' || h[k] === null)) c[k] = h[k];
+    out.push(c);
   }
   return out;
 }
 
 function isActive(h) {
-  return h.lookups > 0 || h.duplicates > 0 || h.timeouts > 0 || h.maxInFlight > 0;
+  return h.lookups > 0 || h.duplicates > 0 || h.timeouts > 0 || h.maxInFlight > 0 || h.maxSeconds > 0;
 }
 
 function dnsNoCache(window, lim, callersByName) {
