@@ -27,8 +27,8 @@
 // agent's own; heapUsed after a full GC is what the agent keeps either way.
 
 const path = require('path');
-const { spawnInNamespace, resolvConf, namespaceSupport } = require('../test/helpers/namespace');
-const { createDnsServer } = require('../test/helpers/dns-server');
+const { spawnInNamespace, resolvConf, namespaceSupport } = require('../support/namespace');
+const { createDnsServer } = require('../support/dns-server');
 
 const REPO = path.resolve(__dirname, '..');
 const APP = path.join(__dirname, 'fixtures', 'names-app.js');

@@ -16,8 +16,8 @@
 
 const path = require('path');
 const { spawn } = require('child_process');
-const { spawnInNamespace, resolvConf, namespaceSupport } = require('../test/helpers/namespace');
-const { createDnsServer } = require('../test/helpers/dns-server');
+const { spawnInNamespace, resolvConf, namespaceSupport } = require('../support/namespace');
+const { createDnsServer } = require('../support/dns-server');
 
 const REPO = path.resolve(__dirname, '..');
 const APP = path.join(__dirname, 'fixtures', 'soak-app.js');
