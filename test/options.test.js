@@ -110,6 +110,14 @@ describe('options', () => {
     assert.deepEqual(childEnvironment({ B: '2' }, { A: '1', B: '1' }), { A: '1', B: '2' });
   });
 
+  it('every row takes its parser from lib/settings/parsers.js (one per type), none written inline', () => {
+    const text = fs.readFileSync(path.join(ROOT, 'lib', 'options.js'), 'utf8');
+    const table = text.slice(text.indexOf('const SETTINGS = '), text.indexOf(']);', text.indexOf('const SETTINGS = ')));
+    const rows = table.split('\n').filter((l) => /^\s*setting\(/.test(l));
+    assert.equal(rows.length, SETTINGS.length, 'one line per row, each starting with setting(');
+    assert.deepEqual(rows.filter((l) => /=>/.test(l)), []);
+  });
+
   it('nothing but lib/options.js reads process.env', () => {
     const readers = shippedFiles().filter((f) => f !== path.join('lib', 'options.js'))
       .filter((f) => /process\.env\b/.test(fs.readFileSync(path.join(ROOT, f), 'utf8').replace(/^\s*(\/\/|\*).*$/gm, '')));
