@@ -68,7 +68,7 @@ const SETTINGS = Object.freeze([
   setting('snapshot.port', 'UVSCOPE_SNAPSHOT_PORT', parseInteger(0, 65535), 'an integer port from 0 to 65535'),
   setting('dns.maxNames', 'UVSCOPE_DNS_MAX_NAMES', parseInteger(1, 100000), 'an integer from 1 to 100000'),
   // --- threadpool tracer (lib/tracer.js) ---
-  setting('tracer.mode', 'UVSCOPE_TRACER', (raw) => ['auto', 'on', 'off'].find((m) => m === String(raw).trim().toLowerCase()),
+  setting('tracer.mode', 'UVSCOPE_TRACER', parseOneOf(['auto', 'on', 'off']),
     'auto (armed for a window when the pool looks saturated), on or off'),
   setting('tracer.thresholdMs', 'UVSCOPE_TRACER_THRESHOLD_MS', parseInteger(1, 600000), 'an integer number of milliseconds from 1 to 600000 (a probe wait that arms the tracer)'),
   setting('tracer.windowMs', 'UVSCOPE_TRACER_WINDOW_MS', parseInteger(100, 3600000), 'an integer number of milliseconds from 100 to 3600000 (how long auto mode stays armed)'),
