@@ -5,6 +5,7 @@ const { createExporter, startEarly } = require('./exporters');
 const { createOwnIo } = require('./own-io');
 const channels = require('./channels');
 const { reportError, errorCountsSnapshot } = require('./report');
+const { injectFault } = require('./faults');
 
 // Loaded when the agent's second phase starts (see start()), off the app's startup path.
 const lazy = {
@@ -55,8 +56,8 @@ class Agent {
    * work (lib/exporters.js EARLY), all cheap. The second creates the endpoint, the exporters
    * (prom-client, hot-shots, the OpenTelemetry SDK load there) and the other samplers; the
    * sampling timer starts with the first. With `defer` (the preload) the second phase runs on the
-   * first timer tick, after the app's top-level code, from an unref'd timer: a process that exits before its loop
-   * turns never pays for it, and a long-running one gets its endpoint within a millisecond of its
+   * first timer tick, after the app's top-level code, from an unref'd timer: a process that exits
+   * before its loop turns never pays for it, and a long-running one gets its endpoint within a millisecond of its
    * loop starting. That tick comes before any I/O callback of the loop's first turn, so no lookup
    * the app's top-level code starts completes before the exporters listen for it. Never throws.
    * @param {{ defer?: boolean }} [how]
@@ -67,7 +68,10 @@ class Agent {
     const samplers = new Map();
     for (const { name, early, create } of SAMPLERS) {
       if (!(typeof early === 'function' ? early(this.options) : early)) continue;
-      const sampler = this.#safely(`sampler:${name}`, () => create(samplerContext));
+      const sampler = this.#safely(`sampler:${name}`, () => {
+        injectFault(`create:sampler:${name}`);
+        return create(samplerContext);
+      });
       if (sampler) samplers.set(name, sampler);
     }
     this.samplers = [...samplers.values()];
@@ -96,6 +100,7 @@ class Agent {
     } else {
       this.#startRest();
     }
+    injectFault('agent:start');
     return this;
   }
 
@@ -114,13 +119,19 @@ class Agent {
     // ms, which the event-loop sampler must not take for the app's delay (its monitor starts after).
     const context = this.#exporterContext();
     for (const name of this.options.exporters) {
-      const exporter = this.#safely(`exporter:${name}`, () => createExporter(name, context, pre.get(name)));
+      const exporter = this.#safely(`exporter:${name}`, () => {
+        injectFault(`create:exporter:${name}`);
+        return createExporter(name, context, pre.get(name));
+      });
       if (exporter) this.exporters.push(exporter);
       else if (pre.get(name)) this.#safely(`exporter:${name}`, () => pre.get(name).close());
     }
     const all = [];
     for (const { name, create } of SAMPLERS) {
-      const sampler = samplers.has(name) ? samplers.get(name) : this.#safely(`sampler:${name}`, () => create(samplerContext));
+      const sampler = samplers.has(name) ? samplers.get(name) : this.#safely(`sampler:${name}`, () => {
+        injectFault(`create:sampler:${name}`);
+        return create(samplerContext);
+      });
       if (sampler) all.push(sampler);
     }
     this.samplers = all;
@@ -216,7 +227,12 @@ class Agent {
     const points = [];
     for (const sampler of this.samplers) {
       try {
-        for (const p of sampler.sample(tick)) points.push(Object.freeze({ ...p, attributes: Object.freeze(p.attributes) }));
+        injectFault(`sample:${sampler.name}`);
+        // Samplers return fresh points: frozen in place rather than copied (fewer objects per sample).
+        for (const p of sampler.sample(tick)) {
+          Object.freeze(p.attributes);
+          points.push(Object.freeze(p));
+        }
       } catch (err) {
         reportError(`sampler:${sampler.name}`, err);
       }
@@ -230,6 +246,7 @@ class Agent {
     for (const sampler of this.samplers) {
       if (typeof sampler.details !== 'function') continue;
       try {
+        injectFault(`details:${sampler.name}`);
         details[sampler.name] = sampler.details();
       } catch (err) {
         reportError(`sampler:${sampler.name}`, err);
@@ -252,6 +269,7 @@ class Agent {
 
   #evaluateFindings(time, points, details) {
     try {
+      injectFault('findings');
       return this.findings ? this.findings.evaluate({ time, points, details }) : [];
     } catch (err) {
       reportError('findings', err);
@@ -263,6 +281,7 @@ class Agent {
     for (const exporter of this.exporters) {
       if (typeof exporter.export !== 'function') continue;
       try {
+        injectFault(`export:${exporter.name}`);
         exporter.export(snapshot);
       } catch (err) {
         reportError(`exporter:${exporter.name}`, err);
@@ -305,10 +324,12 @@ function errorPoints() {
   return out;
 }
 
+// for...in rather than Object.values(): no array per object (a snapshot holds thousands of
+// objects with many hostnames, and this runs every sample).
 function deepFreeze(value) {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
+    for (const k in value) deepFreeze(value[k]);
   }
   return value;
 }

@@ -29,16 +29,23 @@ function preload() {
 }
 
 function startAgent(options, defer) {
+  let agent = null;
   try {
     const running = globalThis[AGENT];
     if (running) return running;
     const resolved = resolveOptions(options);
     if (resolved.disabled) return null;
-    const agent = new Agent(resolved);
+    agent = new Agent(resolved);
     Object.defineProperty(globalThis, AGENT, { value: agent, configurable: true, enumerable: false, writable: false });
     return agent.start({ defer });
   } catch (err) {
     reportError('start', err);
+    // Undo what was done (timer, wrapped dns.lookup, servers, listeners) and free the guard, so a
+    // later start() can succeed.
+    if (agent) {
+      if (globalThis[AGENT] === agent) delete globalThis[AGENT];
+      agent.stop().catch((e) => reportError('start', e));
+    }
     return null;
   }
 }
