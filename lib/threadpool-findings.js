@@ -229,7 +229,7 @@ function threadpoolSaturated(window, lim) {
       },
     },
     advice: advice({ holder, kind, size, cores, window, peakFs }),
-    impact: impactOf(hot, window, fsJobs),
+    impact: impactOf(window, fsJobs),
   };
 }
 
@@ -282,13 +282,14 @@ function dnsSlotsAreTheLimit(s, lim) {
   return !poolHeld(s, lim);
 }
 
-// What the held pool cost in the window: the time the app's lookups spent in flight in the
-// intervals the pool was held (waiting for a thread, almost all of it), and the fs calls' time
-// from submission to callback where the tracer measured it.
-function impactOf(hot, window, fsJobs) {
+// What the held pool cost in the window: the time the app's lookups spent in flight (waiting for
+// a thread, almost all of it, behind a held pool) and the fs calls' time from submission to
+// callback where the tracer measured it. Host figures are merged across intervals in the window
+// (lib/findings.js), so this is over the whole window, not only the held intervals.
+function impactOf(window, fsJobs) {
   let seconds = 0;
   let requests = 0;
-  for (const s of hot) {
+  for (const s of window) {
     for (const h of s.hosts || []) {
       seconds += h.seconds || 0;
       requests += h.lookups || 0;
