@@ -11,7 +11,7 @@ const DEFAULTS = Object.freeze({
   exporters: Object.freeze(['prometheus']),
   intervalMs: 1000,
   reportOnExit: false,
-  prometheus: Object.freeze({ host: '127.0.0.1', port: 9464, registry: undefined }),
+  prometheus: Object.freeze({ host: '127.0.0.1', port: 9464, registry: undefined, aggregate: true, maxProcesses: 128, processTtlMs: undefined }),
   dns: Object.freeze({ maxNames: 100 }),
   datadog: Object.freeze({
     url: undefined,
@@ -40,6 +40,10 @@ const SETTINGS = Object.freeze([
   setting('reportOnExit', 'UVSCOPE_REPORT_ON_EXIT', parseBoolean, 'true/false, 1/0, yes/no'),
   setting('prometheus.host', 'UVSCOPE_PROMETHEUS_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0'),
   setting('prometheus.port', 'UVSCOPE_PROMETHEUS_PORT', parseInteger(0, 65535), 'an integer port from 0 to 65535'),
+  // --- several processes on one port (lib/multiprocess.js) ---
+  setting('prometheus.aggregate', 'UVSCOPE_PROMETHEUS_AGGREGATE', parseBoolean, 'true/false, 1/0, yes/no (true: a process that finds the port taken by another uvscope process sends its figures there)'),
+  setting('prometheus.maxProcesses', 'UVSCOPE_PROMETHEUS_MAX_PROCESSES', parseInteger(1, 4096), 'an integer from 1 to 4096'),
+  setting('prometheus.processTtlMs', 'UVSCOPE_PROMETHEUS_PROCESS_TTL_MS', parseInteger(1000, 86400000), 'an integer number of milliseconds from 1000 to 86400000 (default: 3 sampling intervals of that process)'),
   setting('dns.maxNames', 'UVSCOPE_DNS_MAX_NAMES', parseInteger(1, 100000), 'an integer from 1 to 100000'),
   // --- datadog (exporters/datadog/) ---
   setting('datadog.url', 'DD_DOGSTATSD_URL', datadogSettings.parseUrl, 'udp://host[:port], unix:///path/to/dsd.socket or unixgram:///path/to/dsd.socket'),

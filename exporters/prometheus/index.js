@@ -3,6 +3,7 @@
 const http = require('http');
 const { CATALOG, shortName } = require('../../lib/metrics');
 const { warnOnce, countError, reportError } = require('../../lib/report');
+const { createMultiprocess } = require('../../lib/multiprocess');
 
 const UNIT_SUFFIX = Object.freeze({ s: 'seconds', By: 'bytes' });
 
@@ -25,9 +26,9 @@ function prometheusName(def) {
  * objects with the interface it reads (name, help, type, get()) rather than prom-client classes.
  */
 class SnapshotMetric {
-  constructor(def, agent) {
+  constructor(def, sources) {
     this.def = def;
-    this.agent = agent;
+    this.sources = sources;
     this.name = prometheusName(def);
     this.help = def.help;
     this.type = def.type;
@@ -39,15 +40,17 @@ class SnapshotMetric {
   }
 
   values() {
-    const snapshot = this.agent.latest;
-    if (!snapshot) return [];
     const out = [];
-    for (const p of snapshot.points) {
-      if (p.name !== this.def.name) continue;
-      const labels = {};
-      for (const [k, v] of Object.entries(p.attributes)) labels[shortName(k)] = v;
-      if (p.histogram) pushHistogram(out, this.name, labels, p.histogram);
-      else out.push({ labels, value: p.value });
+    // One source per process served here (lib/multiprocess.js); only this one's when alone.
+    for (const { attributes, snapshot } of this.sources()) {
+      for (const p of snapshot.points) {
+        if (p.name !== this.def.name) continue;
+        const labels = {};
+        for (const [k, v] of Object.entries(p.attributes)) labels[shortName(k)] = v;
+        for (const [k, v] of Object.entries(attributes)) labels[shortName(k)] = v;
+        if (p.histogram) pushHistogram(out, this.name, labels, p.histogram);
+        else out.push({ labels, value: p.value });
+      }
     }
     return out;
   }
@@ -79,8 +82,13 @@ function createExporter(agent) {
   const { host, port, registry: given } = agent.options.prometheus;
   const registry = given || new Registry();
   const registered = [];
+  let multiprocess = null;
+  const sources = () => {
+    if (multiprocess) return multiprocess.sources(agent.latest);
+    return agent.latest ? [{ attributes: {}, snapshot: agent.latest }] : [];
+  };
   for (const def of CATALOG) {
-    const m = new SnapshotMetric(def, agent);
+    const m = new SnapshotMetric(def, sources);
     try {
       registry.registerMetric(m);
       registered.push(m);
@@ -92,20 +100,60 @@ function createExporter(agent) {
 
   let server = null;
   let ready = Promise.resolve(null);
+  let onBeforeExit = null;
+  let closed = false;
   if (!given) {
-    server = createServer(registry, agent);
-    ready = listen(server, host, port);
+    const { aggregate, maxProcesses, processTtlMs } = agent.options.prometheus;
+    const dnsSampler = agent.samplers.find((s) => s.name === 'dns');
+    multiprocess = createMultiprocess({
+      host, port, intervalMs: agent.options.intervalMs, aggregate, maxProcesses, ttlMs: processTtlMs,
+      lookup: dnsSampler && dnsSampler.originalLookup,
+      // A fresh server per attempt: the first bind, and each takeover after the holder is gone.
+      listen: async () => {
+        const candidate = createServer(registry, agent, multiprocess);
+        const err = await listen(candidate, host, port);
+        if (err) return err;
+        if (closed) {
+          candidate.close();
+          return new Error('closed');
+        }
+        server = candidate;
+        return null;
+      },
+      onListenFailed: (err) => warnListenFailed(err, host, port),
+    });
+    ready = multiprocess.start().then(() => {
+      if (!server) return null;
+      const a = server.address();
+      return { host: a.address, port: a.port };
+    });
+    // A member's last figures reach the holder when the app ends on its own (bounded to 1 s).
+    onBeforeExit = () => {
+      process.off('beforeExit', onBeforeExit);
+      if (multiprocess.role === 'member') multiprocess.finalPush(() => agent.sampleNow());
+    };
+    process.on('beforeExit', onBeforeExit);
   }
 
   return {
     name: 'prometheus',
     registry,
-    server,
+    get server() {
+      return server;
+    },
     ready,
+    multiprocess,
+    /** A member pushes each snapshot to the process that holds the port. */
+    export(snapshot) {
+      if (multiprocess) multiprocess.export(snapshot);
+    },
     async close() {
       for (const m of registered) {
         if (registry.getSingleMetric(m.name) === m) registry.removeSingleMetric(m.name);
       }
+      closed = true;
+      if (onBeforeExit) process.off('beforeExit', onBeforeExit);
+      if (multiprocess) multiprocess.close();
       if (server) {
         await new Promise((resolve) => {
           server.close(() => resolve());
@@ -116,16 +164,20 @@ function createExporter(agent) {
   };
 }
 
-function createServer(registry, agent) {
+function createServer(registry, agent, multiprocess) {
   const server = http.createServer((req, res) => {
     const path = (req.url || '/').split('?')[0];
+    if (multiprocess.handle(req, res)) return; // another process's push
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { Allow: 'GET, HEAD' }).end();
       return;
     }
     if (path === '/snapshot.json') {
       // The latest snapshot with its findings (uvscope report reads this).
-      const body = JSON.stringify(agent.latest ? { pid: process.pid, ...agent.latest } : null);
+      // With other processes pushing here, theirs follow under processes (points and findings).
+      const others = multiprocess.others();
+      const own = agent.latest ? { pid: process.pid, ...agent.latest } : null;
+      const body = JSON.stringify(others.length === 0 ? own : { ...own, processes: others });
       res.writeHead(200, { 'Content-Type': 'application/json' }).end(req.method === 'HEAD' ? undefined : body);
       return;
     }
@@ -148,20 +200,20 @@ function createServer(registry, agent) {
 
 function listen(server, host, port) {
   return new Promise((resolve) => {
-    server.once('error', (err) => {
-      countError('exporter:prometheus');
-      const hint = err.code === 'EADDRINUSE'
-        ? `the port is in use; set UVSCOPE_PROMETHEUS_PORT to a free port (0 picks one)`
-        : 'check UVSCOPE_PROMETHEUS_HOST and UVSCOPE_PROMETHEUS_PORT';
-      warnOnce('UVSCOPE_LISTEN_FAILED', `uvscope: cannot serve Prometheus metrics on ${host}:${port} (${err.code || err.message}): ${hint}. The app goes on without this endpoint.`);
-      resolve(null);
-    });
-    server.listen(port, host, () => {
-      const a = server.address();
-      resolve({ host: a.address, port: a.port });
-    });
+    server.once('error', (err) => resolve(err));
+    // exclusive: a node:cluster worker binds the port itself, so two workers never share it
+    // round-robin (each scrape would then see one worker); the second gets EADDRINUSE and joins.
+    server.listen({ port, host, exclusive: true }, () => resolve(null));
     server.unref();
   });
+}
+
+function warnListenFailed(err, host, port) {
+  countError('exporter:prometheus');
+  const hint = err.code === 'EADDRINUSE'
+    ? `the port is in use; set UVSCOPE_PROMETHEUS_PORT to a free port (0 picks one)`
+    : 'check UVSCOPE_PROMETHEUS_HOST and UVSCOPE_PROMETHEUS_PORT';
+  warnOnce('UVSCOPE_LISTEN_FAILED', `uvscope: cannot serve Prometheus metrics on ${host}:${port} (${err.code || err.message}): ${hint}. The app goes on without this endpoint.`);
 }
 
 module.exports = { createExporter, prometheusName };
