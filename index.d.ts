@@ -11,6 +11,18 @@ export interface PrometheusOptions {
   port?: number;
   /** Put uvscope's metrics into this prom-client registry instead; no server is opened. */
   registry?: Registry;
+  /**
+   * When the port is held by another uvscope process (cluster, PM2, NODE_OPTIONS children), send
+   * this process's figures there, served with a pid label (UVSCOPE_PROMETHEUS_AGGREGATE, default true).
+   */
+  aggregate?: boolean;
+  /** Other processes the endpoint serves at once, 1 to 4096 (UVSCOPE_PROMETHEUS_MAX_PROCESSES, default 128). */
+  maxProcesses?: number;
+  /**
+   * How long a process that stopped sending keeps its series, 1000 to 86400000 ms
+   * (UVSCOPE_PROMETHEUS_PROCESS_TTL_MS; default 3 of that process's sampling intervals, at least 1 s).
+   */
+  processTtlMs?: number;
 }
 
 export interface Options {
@@ -92,6 +104,17 @@ export interface Snapshot {
   readonly points: readonly Point[];
   /** Per-sampler details (per-hostname DNS figures, connections, resolv.conf). */
   readonly details: Readonly<Record<string, unknown>>;
+  readonly findings: readonly Finding[];
+}
+
+/** Another process served at the same endpoint, as /snapshot.json lists it under `processes`. */
+export interface ProcessSnapshot {
+  readonly pid: number;
+  /** The node:cluster worker id, for a cluster worker. */
+  readonly workerId?: string;
+  readonly time: number;
+  readonly intervalMs: number;
+  readonly points: readonly Point[];
   readonly findings: readonly Finding[];
 }
 

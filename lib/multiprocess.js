@@ -167,7 +167,8 @@ function createHub({ maxProcesses, ttlMs, enabled = true, now = Date.now }) {
 
 /**
  * The member's side: pushes each snapshot to the holder (at most one push in flight, unref'd,
- * bounded by a timeout), calls onGone when nobody listens on the port any more.
+ * bounded by a timeout), calls onGone when nobody listens on the port any more. It says hello at
+ * once, so a port held by something that is not uvscope is reported right away.
  * @param {{ host: string, port: number, intervalMs: number, lookup?: Function, onGone: () => void }} options
  */
 function createMember({ host, port, intervalMs, lookup, onGone }) {
@@ -181,7 +182,10 @@ function createMember({ host, port, intervalMs, lookup, onGone }) {
   let closed = false;
   let retryAt = 0;
   let backoffMs = 0;
-  let joined = false;
+  /** 'unknown' until the holder answers; 'joined' once it acknowledged; 'refused' otherwise */
+  let state = 'unknown';
+  let current = null;
+  let finalDeadline = 0;
 
   function backoff(t) {
     backoffMs = Math.min(MAX_BACKOFF_MS, backoffMs ? backoffMs * 2 : intervalMs);
@@ -189,28 +193,45 @@ function createMember({ host, port, intervalMs, lookup, onGone }) {
   }
 
   function refused(status, t) {
+    if (state !== 'joined') state = 'refused';
     backoff(t);
     countError('multiprocess');
     const where = `${host}:${port}`;
-    if (status === 503) warnOnce('UVSCOPE_LISTEN_FAILED', `uvscope: the process holding ${where} does not serve other processes (UVSCOPE_PROMETHEUS_AGGREGATE=false there); set UVSCOPE_PROMETHEUS_PORT to a free port for this one. The app goes on without this endpoint.`);
+    if (status === 503) warnOnce('UVSCOPE_LISTEN_FAILED', `uvscope: cannot serve Prometheus metrics on ${where} (EADDRINUSE): the process holding it does not serve other processes (UVSCOPE_PROMETHEUS_AGGREGATE=false there); set UVSCOPE_PROMETHEUS_PORT to a free port for this one. The app goes on without this endpoint.`);
     else if (status === 409) warnOnce('UVSCOPE_PROCESS_CONFLICT', `uvscope: the process holding ${where} already serves another process with pid ${process.pid} (separate PID namespaces?); give this process its own UVSCOPE_PROMETHEUS_PORT`);
     else if (status === 413) warnOnce('UVSCOPE_PUSH_TOO_LARGE', `uvscope: this process's figures exceed ${MAX_BODY_BYTES} bytes and are not served at ${where}; lower UVSCOPE_DNS_MAX_NAMES or give this process its own UVSCOPE_PROMETHEUS_PORT`);
     else if (status === 429) warnOnce('UVSCOPE_TOO_MANY_PROCESSES', `uvscope: the process holding ${where} serves its maximum of processes; raise UVSCOPE_PROMETHEUS_MAX_PROCESSES there or give this process its own UVSCOPE_PROMETHEUS_PORT`);
-    else warnOnce('UVSCOPE_LISTEN_FAILED', `uvscope: cannot serve Prometheus metrics on ${where}: the port is in use by something that is not uvscope (it answered ${status}); set UVSCOPE_PROMETHEUS_PORT to a free port (0 picks one). The app goes on without this endpoint.`);
+    else notUvscope(status);
+  }
+
+  function notUvscope(what) {
+    warnOnce('UVSCOPE_LISTEN_FAILED', `uvscope: cannot serve Prometheus metrics on ${host}:${port} (EADDRINUSE): the port is in use by something that is not uvscope (${what}); set UVSCOPE_PROMETHEUS_PORT to a free port (0 picks one). The app goes on without this endpoint.`);
   }
 
   /**
    * Push one snapshot. Never rejects; resolves when the push is done or abandoned.
-   * @param {object} snapshot
+   * @param {object|null} snapshot null: a hello with no figures yet
    * @param {{ final?: boolean }} [how] final: keep the process alive for it, at most 1 s
    */
   function push(snapshot, { final = false } = {}) {
-    if (closed || !snapshot) return Promise.resolve();
-    if (inFlight) return inFlight;
-    const t = Date.now();
-    if (!final && t < retryAt) return Promise.resolve();
-    inFlight = send(snapshot, final, true).then(() => {
+    if (closed) return Promise.resolve();
+    if (final && state === 'refused') return Promise.resolve();
+    if (final) {
+      if (!finalDeadline) finalDeadline = Date.now() + FINAL_PUSH_TIMEOUT_MS;
+      if (inFlight) {
+        // An unref'd push is under way: hold the process for it, then send the last snapshot.
+        if (current) {
+          if (current.socket) current.socket.ref();
+          current.setTimeout(Math.max(1, finalDeadline - Date.now()));
+        }
+        return inFlight.then(() => (Date.now() < finalDeadline ? push(snapshot, { final }) : undefined));
+      }
+    } else if (inFlight || Date.now() < retryAt) {
+      return inFlight || Promise.resolve();
+    }
+    inFlight = send(snapshot || { time: Date.now(), points: [], findings: [] }, final, true).then(() => {
       inFlight = null;
+      current = null;
     });
     return inFlight;
   }
@@ -230,9 +251,10 @@ function createMember({ host, port, intervalMs, lookup, onGone }) {
         }
         const req = http.request({
           host: connectHost, port, path: PUSH_PATH, method: 'POST', agent,
-          timeout: final ? FINAL_PUSH_TIMEOUT_MS : timeoutMs,
+          timeout: final ? Math.max(1, finalDeadline - Date.now()) : timeoutMs,
           headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), [PUSH_HEADER]: PROTOCOL_VERSION },
         });
+        current = req;
         let settled = false;
         const done = () => {
           if (settled) return false;
@@ -240,7 +262,7 @@ function createMember({ host, port, intervalMs, lookup, onGone }) {
           return true;
         };
         req.on('socket', (socket) => {
-          if (!final) socket.unref();
+          if (!finalDeadline) socket.unref();
         });
         req.on('timeout', () => req.destroy(Object.assign(new Error('push timed out'), { code: 'ETIMEDOUT' })));
         req.on('error', (err) => {
@@ -252,10 +274,12 @@ function createMember({ host, port, intervalMs, lookup, onGone }) {
           }
           resolve();
           if (GONE.has(err.code)) {
-            joined = false;
+            if (state === 'joined') state = 'unknown';
             safeCall(onGone);
+          } else if (state === 'joined') {
+            countError('multiprocess'); // a busy holder: the next push carries the same totals
           } else {
-            countError('multiprocess');
+            refused(`no answer within ${final ? FINAL_PUSH_TIMEOUT_MS : timeoutMs} ms`, Date.now());
           }
         });
         req.on('response', (res) => {
@@ -277,11 +301,11 @@ function createMember({ host, port, intervalMs, lookup, onGone }) {
               ack = null;
             }
             if (res.statusCode === 200 && ack && ack.uvscope === PROTOCOL_VERSION) {
-              joined = true;
+              state = 'joined';
               backoffMs = 0;
               retryAt = 0;
             } else {
-              refused(ack && ack.uvscope ? res.statusCode : `HTTP ${res.statusCode}`, Date.now());
+              refused(ack && ack.uvscope ? res.statusCode : `it answered HTTP ${res.statusCode}`, Date.now());
             }
           });
         });
@@ -293,11 +317,13 @@ function createMember({ host, port, intervalMs, lookup, onGone }) {
     });
   }
 
+  push(null);
+
   return {
     push,
-    /** Whether the holder acknowledged the last push. */
-    get joined() {
-      return joined;
+    /** 'unknown', 'joined' or 'refused' */
+    get state() {
+      return state;
     },
     close() {
       closed = true;
@@ -335,6 +361,7 @@ function createMultiprocess({ host, port, intervalMs, aggregate, maxProcesses, t
     if (takingOver || closed) return;
     takingOver = bind().then((err) => {
       takingOver = null;
+      // EADDRINUSE: another process took the port first; the next push goes to it.
       if (err || closed) return;
       role = 'holder';
       if (member) member.close();
@@ -362,9 +389,9 @@ function createMultiprocess({ host, port, intervalMs, aggregate, maxProcesses, t
     get role() {
       return role;
     },
-    /** Whether this member's last push was acknowledged by the holder. */
-    get joined() {
-      return Boolean(member && member.joined);
+    /** A member's standing with the holder: 'unknown', 'joined' or 'refused' (null when not a member). */
+    get memberState() {
+      return member ? member.state : null;
     },
     /** Holder: take a push if the request is one (true), else false. */
     handle(req, res) {

@@ -5,7 +5,9 @@ const http = require('http');
 const path = require('path');
 const { spawn } = require('child_process');
 const { createHub, PUSH_PATH, PUSH_HEADER } = require('../lib/multiprocess');
-const { REGISTER, FIXTURES, cleanEnv, freePort, parsePrometheus } = require('./helpers/child');
+const { ROOT, REGISTER, FIXTURES, cleanEnv, freePort, parsePrometheus, runNode } = require('./helpers/child');
+const { prometheusSupport, promtoolCheckMetrics } = require('./helpers/prometheus');
+const { createDogStatsdReceiver } = require('./helpers/dogstatsd-receiver');
 
 /** A long-running node process whose stdout JSON lines are collected; stopped by the test. */
 function startNode(args, env) {
@@ -99,7 +101,36 @@ describe('multiprocess: one endpoint for every process of an app', function () {
     assert.equal(snap.pid, primary);
     assert.deepEqual(snap.processes.map((p) => [p.pid, p.workerId]).sort(), workers.map((w) => [w.pid, String(w.id)]).sort());
     assert.ok(snap.processes.every((p) => Array.isArray(p.points) && Array.isArray(p.findings)));
+    // uvscope report lists every process.
+    const report = await runNode([path.join(ROOT, 'bin', 'uvscope.js'), 'report', '--url', `http://127.0.0.1:${port}/snapshot.json`]);
+    assert.equal(report.code, 0, report.stderr);
+    for (const w of workers) assert.match(report.stdout, new RegExp(`^pid ${w.pid} \\(worker ${w.id}\\), `, 'm'));
+    if (prometheusSupport().ok) {
+      const check = await promtoolCheckMetrics(await get(port, '/metrics'));
+      assert.ok(check.ok, check.output);
+    }
     assert.doesNotMatch(app.stderr, /UVSCOPE_/, 'no warning: the workers joined');
+  });
+
+  it('node:cluster with Datadog: each process sends with its own pid, each worker with its worker_id', async () => {
+    const receiver = await createDogStatsdReceiver();
+    try {
+      const app = startNode([path.join(FIXTURES, 'cluster-app.js')], {
+        NODE_OPTIONS: `--require ${REGISTER}`, UVSCOPE_EXPORTERS: 'datadog', DD_DOGSTATSD_URL: `udp://127.0.0.1:${receiver.port}`,
+        UVSCOPE_INTERVAL_MS: '200', UVSCOPE_DATADOG_FLUSH_INTERVAL_MS: '1000', WORKERS: '2',
+      });
+      procs.push(app);
+      const { workers, primary } = await until(() => app.lines.find((l) => l.workers), 'the workers\' lookups');
+      const sizes = () => receiver.find('nodejs.uv.threadpool.size');
+      await receiver.waitFor(() => new Set(sizes().map((m) => m.tags.find((t) => t.startsWith('pid:')))).size === 3, 20000);
+      const tagsOf = (pid) => sizes().find((m) => m.tags.includes(`pid:${pid}`)).tags.filter((t) => /^(pid|worker_id):/.test(t)).sort();
+      assert.deepEqual(tagsOf(primary), [`pid:${primary}`]);
+      for (const w of workers) assert.deepEqual(tagsOf(w.pid), [`pid:${w.pid}`, `worker_id:${w.id}`]);
+      // Every lookup a worker made, as one distribution value each, under its own pid.
+      await receiver.waitFor(() => workers.every((w) => receiver.find('dns.lookup.duration', [`pid:${w.pid}`, 'dns_question_name:localhost']).length === w.lookups), 20000);
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('node:cluster with the agent in the workers only: one worker holds the port (exclusive), never shared round-robin', async () => {

@@ -40,4 +40,28 @@ describe('options', () => {
       process.off('warning', onWarning);
     }
   });
+
+  it('multi-process settings: on by default, bounded, and a bad value warns and keeps the default', async () => {
+    const d = resolveOptions({}, {});
+    assert.equal(d.prometheus.aggregate, true);
+    assert.equal(d.prometheus.maxProcesses, 128);
+    assert.equal(d.prometheus.processTtlMs, undefined, '3 of each process\'s intervals');
+    const o = resolveOptions({ prometheus: { maxProcesses: 8 } }, { UVSCOPE_PROMETHEUS_AGGREGATE: 'off', UVSCOPE_PROMETHEUS_PROCESS_TTL_MS: '30000' });
+    assert.deepEqual([o.prometheus.aggregate, o.prometheus.maxProcesses, o.prometheus.processTtlMs], [false, 8, 30000]);
+    const warnings = [];
+    const onWarning = (w) => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const bad = resolveOptions({}, { UVSCOPE_PROMETHEUS_AGGREGATE: 'maybe', UVSCOPE_PROMETHEUS_MAX_PROCESSES: '0', UVSCOPE_PROMETHEUS_PROCESS_TTL_MS: '5' });
+      await new Promise((r) => setImmediate(r));
+      assert.deepEqual([bad.prometheus.aggregate, bad.prometheus.maxProcesses, bad.prometheus.processTtlMs], [true, 128, undefined]);
+      const texts = warnings.filter((w) => w.code === 'UVSCOPE_INVALID_OPTION').map((w) => w.message).sort();
+      assert.equal(texts.length, 3);
+      assert.match(texts[0], /^uvscope: UVSCOPE_PROMETHEUS_AGGREGATE="maybe" is not valid: expected true\/false.*; using true$/);
+      assert.match(texts[1], /^uvscope: UVSCOPE_PROMETHEUS_MAX_PROCESSES="0" is not valid: expected an integer from 1 to 4096; using 128$/);
+      assert.match(texts[2], /^uvscope: UVSCOPE_PROMETHEUS_PROCESS_TTL_MS="5" is not valid: expected an integer number of milliseconds from 1000 to 86400000 \(default: 3 sampling intervals of that process\)$/);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
 });
