@@ -37,7 +37,7 @@ const SETTINGS = Object.freeze([
   setting('disabled', 'UVSCOPE_DISABLED', parseBoolean, 'true/false, 1/0, yes/no'),
   setting('exporters', 'UVSCOPE_EXPORTERS', parseExporters, `a comma-separated list of ${EXPORTERS.join(', ')}, or none`),
   setting('intervalMs', 'UVSCOPE_INTERVAL_MS', parseInteger(50, 3600000), 'an integer number of milliseconds from 50 to 3600000'),
-  setting('reportOnExit', 'UVSCOPE_REPORT_ON_EXIT', parseBoolean, 'true/false, 1/0, yes/no'),
+  setting('reportOnExit', 'UVSCOPE_REPORT_ON_EXIT', parseReportOnExit, 'true/false, 1/0, yes/no (the text report on stderr), or a file path ending in .html (the page with the data embedded)'),
   setting('prometheus.host', 'UVSCOPE_PROMETHEUS_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0'),
   setting('prometheus.port', 'UVSCOPE_PROMETHEUS_PORT', parseInteger(0, 65535), 'an integer port from 0 to 65535'),
   // --- several processes on one port (lib/multiprocess.js) ---
@@ -160,6 +160,13 @@ function parseBoolean(raw) {
   if (['1', 'true', 'yes', 'on'].includes(s)) return true;
   if (['0', 'false', 'no', 'off'].includes(s)) return false;
   return undefined;
+}
+
+function parseReportOnExit(raw) {
+  const flag = parseBoolean(raw);
+  if (flag !== undefined) return flag;
+  const s = String(raw).trim();
+  return /\.html?$/i.test(s) ? s : undefined;
 }
 
 function parseInteger(min, max) {

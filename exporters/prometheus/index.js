@@ -181,8 +181,20 @@ function createServer(registry, agent, multiprocess) {
       res.writeHead(200, { 'Content-Type': 'application/json' }).end(req.method === 'HEAD' ? undefined : body);
       return;
     }
+    if (path === '/' || path === '/history.json') {
+      // The page (lib/page) and the compact history its charts start from.
+      const page = require('../../lib/page');
+      const html = path === '/';
+      const body = html ? page.pageHtml() : JSON.stringify(agent.history ? agent.history.list() : []);
+      res.writeHead(200, {
+        'Content-Type': html ? 'text/html; charset=utf-8' : 'application/json',
+        'Cache-Control': 'no-store',
+        'X-Content-Type-Options': 'nosniff',
+      }).end(req.method === 'HEAD' ? undefined : body);
+      return;
+    }
     if (path !== '/metrics') {
-      res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('uvscope: metrics are at /metrics, findings at /snapshot.json\n');
+      res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('uvscope: metrics are at /metrics, findings at /snapshot.json, the page at /\n');
       return;
     }
     registry.metrics().then(
