@@ -35,7 +35,7 @@ const GONE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE']);
 
 const PID_ATTRIBUTE = 'process.pid';
 const WORKER_ATTRIBUTE = 'nodejs.cluster.worker.id';
-const CATALOG_NAMES = new Set(CATALOG.map((m) => m.name));
+const CATALOG_ATTRIBUTES = new Map(CATALOG.map((m) => [m.name, new Set(m.attributes)]));
 
 /**
  * This process as the holder's labels name it: its pid, and its node:cluster worker id when it is
@@ -475,16 +475,16 @@ function parseMessage(msg) {
   return { pid, workerId, instance, intervalMs, time, points: kept, findings: kf };
 }
 
+// Only what the catalog declares: a name, and exactly its attributes (no two labels of a series
+// can then collide, and no process can pass for another).
 function parsePoint(p) {
-  if (!p || typeof p !== 'object' || !CATALOG_NAMES.has(p.name)) return null;
+  const known = p && typeof p === 'object' ? CATALOG_ATTRIBUTES.get(p.name) : undefined;
+  if (!known) return null;
   const attributes = {};
   if (p.attributes !== undefined) {
     if (!p.attributes || typeof p.attributes !== 'object') return null;
-    const entries = Object.entries(p.attributes);
-    if (entries.length > 16) return null;
-    for (const [k, v] of entries) {
-      if (k.length > 128 || typeof v !== 'string' || v.length > 4096) return null;
-      if (k === PID_ATTRIBUTE || k === WORKER_ATTRIBUTE) continue;
+    for (const [k, v] of Object.entries(p.attributes)) {
+      if (!known.has(k) || typeof v !== 'string' || v.length > 4096) return null;
       attributes[k] = v;
     }
   }

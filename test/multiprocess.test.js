@@ -209,6 +209,46 @@ describe('multiprocess: one endpoint for every process of an app', function () {
     assert.doesNotMatch(b.stderr + c.stderr, /UVSCOPE_/);
   });
 
+  it('a port held by something that is not uvscope: one UVSCOPE_LISTEN_FAILED naming it, pushes backing off, the app runs and ends on its own', async () => {
+    const posts = [];
+    const foreign = http.createServer((req, res) => {
+      posts.push(req.method);
+      req.resume();
+      res.writeHead(404).end('not here');
+    });
+    await new Promise((resolve) => foreign.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = foreign.address().port;
+      const r = await runNode(['--require', REGISTER, path.join(FIXTURES, 'lookups-child.js')], {
+        env: { UVSCOPE_PROMETHEUS_PORT: String(port), UVSCOPE_INTERVAL_MS: '100', LOOKUPS: '2', HOLD_MS: '2000' },
+      });
+      assert.equal(r.code, 0, r.stderr);
+      const warnings = r.stderr.split('\n').filter((l) => l.includes('UVSCOPE_'));
+      assert.equal(warnings.length, 1, r.stderr);
+      assert.match(warnings[0], new RegExp(`UVSCOPE_LISTEN_FAILED.*127\\.0\\.0\\.1:${port} \\(EADDRINUSE\\).*not uvscope \\(it answered HTTP 404\\).*UVSCOPE_PROMETHEUS_PORT`));
+      // 2 s at a 100 ms interval: 20 pushes without the back-off (100 ms, doubling).
+      assert.ok(posts.length >= 1 && posts.length <= 6, `${posts.length} pushes`);
+    } finally {
+      await new Promise((resolve) => foreign.close(resolve));
+    }
+  });
+
+  it('UVSCOPE_PROMETHEUS_AGGREGATE=false: the holder takes no pushes, and a process set so pushes none', async () => {
+    const port = await freePort();
+    const env = { UVSCOPE_PROMETHEUS_PORT: String(port), UVSCOPE_INTERVAL_MS: '200', HOLD_MS: '600000' };
+    const holder = startNode(['--require', REGISTER, path.join(FIXTURES, 'lookups-child.js')], { ...env, LOOKUPS: '1', UVSCOPE_PROMETHEUS_AGGREGATE: 'false' });
+    procs.push(holder);
+    await until(async () => (await get(port, '/snapshot.json')).pid === holder.pid, 'the holder');
+    const member = startNode(['--require', REGISTER, path.join(FIXTURES, 'lookups-child.js')], { ...env, LOOKUPS: '3' });
+    const off = startNode(['--require', REGISTER, path.join(FIXTURES, 'lookups-child.js')], { ...env, LOOKUPS: '5', UVSCOPE_PROMETHEUS_AGGREGATE: '0' });
+    procs.push(member, off);
+    await until(() => /UVSCOPE_LISTEN_FAILED/.test(member.stderr) && /UVSCOPE_LISTEN_FAILED/.test(off.stderr), 'both warnings');
+    assert.match(member.stderr, /does not serve other processes \(UVSCOPE_PROMETHEUS_AGGREGATE=false there\)/);
+    assert.match(off.stderr, /the port is in use; set UVSCOPE_PROMETHEUS_PORT/);
+    const { byPid } = await lookupsByPid(port);
+    assert.deepEqual(byPid, { undefined: { count: 1, workerId: undefined } }, 'the holder alone, without a pid label');
+  });
+
   it('members end on their own: the push connection never keeps a process alive', async () => {
     const port = await freePort();
     const env = { UVSCOPE_PROMETHEUS_PORT: String(port), UVSCOPE_INTERVAL_MS: '200' };
