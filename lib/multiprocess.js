@@ -15,7 +15,7 @@
 const crypto = require('crypto');
 const net = require('net');
 const { CATALOG } = require('./metrics');
-const { warnOnce, countError } = require('./report');
+const { warnOnce, countError, reportError } = require('./report');
 const { createOwnAgent } = require('./own-io');
 
 const PUSH_PATH = '/uvscope/v1/push';
@@ -95,6 +95,26 @@ function createHub({ maxProcesses, ttlMs, enabled = true, now = Date.now }) {
    */
   function handle(req, res) {
     if ((req.url || '/').split('?')[0] !== PUSH_PATH) return false;
+    try {
+      receive(req, res);
+    } catch (err) {
+      failed(res, err);
+    }
+    return true;
+  }
+
+  // Inside the app's process: a failure here is counted and answered, never thrown.
+  function failed(res, err) {
+    reportError('multiprocess', err);
+    try {
+      if (!res.headersSent) res.writeHead(500, { Connection: 'close' });
+      res.end();
+    } catch {
+      // nothing more to do
+    }
+  }
+
+  function receive(req, res) {
     const reply = (status, body) => {
       try {
         res.writeHead(status, { 'Content-Type': 'application/json', Connection: status === 200 ? 'keep-alive' : 'close' })
@@ -107,22 +127,22 @@ function createHub({ maxProcesses, ttlMs, enabled = true, now = Date.now }) {
     if (req.method !== 'POST') {
       req.resume();
       res.writeHead(405, { Allow: 'POST' }).end();
-      return true;
+      return;
     }
     if (!enabled) {
       req.resume();
       reply(503, { error: 'this process does not serve other processes (UVSCOPE_PROMETHEUS_AGGREGATE=false)' });
-      return true;
+      return;
     }
     if (!fromThisMachine(req.socket) || !literalHost(req.headers.host) || req.headers[PUSH_HEADER] !== PROTOCOL_VERSION) {
       req.resume();
       reply(403, { error: 'uvscope accepts pushes from processes on this machine only' });
-      return true;
+      return;
     }
     if (Number(req.headers['content-length']) > MAX_BODY_BYTES) {
       reply(413, { error: `at most ${MAX_BODY_BYTES} bytes` });
       req.destroy();
-      return true;
+      return;
     }
     const chunks = [];
     let size = 0;
@@ -136,6 +156,13 @@ function createHub({ maxProcesses, ttlMs, enabled = true, now = Date.now }) {
       }
     });
     req.on('end', () => {
+      try {
+        end();
+      } catch (err) {
+        failed(res, err);
+      }
+    });
+    const end = () => {
       if (size > MAX_BODY_BYTES) return;
       let msg = null;
       try {
@@ -151,8 +178,7 @@ function createHub({ maxProcesses, ttlMs, enabled = true, now = Date.now }) {
       const status = accept(msg, now());
       if (status === 429) warnOnce('UVSCOPE_TOO_MANY_PROCESSES', `uvscope: the metrics endpoint serves at most ${maxProcesses} processes; pid ${msg.pid} is left out (UVSCOPE_PROMETHEUS_MAX_PROCESSES, 1 to 4096)`);
       reply(status, { holder: process.pid });
-    });
-    return true;
+    };
   }
 
   return {

@@ -151,6 +151,15 @@ describe('multiprocess: one endpoint for every process of an app', function () {
     for (let i = 0; i < 4; i++) assert.deepEqual(Object.keys((await lookupsByPid(port)).byPid).sort(), Object.keys(seen.byPid).sort());
     const holder = (await get(port, '/snapshot.json')).pid;
     assert.ok(workers.some((w) => w.pid === holder), 'a worker holds the port');
+    // The holding worker dies: the primary releases the port, the other worker takes it over.
+    const other = workers.find((w) => w.pid !== holder);
+    process.kill(holder, 'SIGKILL');
+    await until(async () => (await get(port, '/snapshot.json')).pid === other.pid, 'the other worker to hold the port');
+    const alone = await until(async () => {
+      const r = await lookupsByPid(port);
+      return r.byPid.undefined ? r : { ok: false };
+    }, 'the other worker\'s figures');
+    assert.deepEqual(alone.byPid, { undefined: { count: other.lookups, workerId: undefined } }, 'alone again: no pid label');
   });
 
   it('children with NODE_OPTIONS="--require uvscope/register": each child\'s lookups at the parent\'s endpoint; a child that ends has its last figures pushed, then dropped after its TTL', async () => {

@@ -268,7 +268,12 @@ function createServer(registry, agent, multiprocess) {
     if (path === '/snapshot.json') {
       // The latest snapshot with its findings (uvscope report reads this).
       // With other processes pushing here, theirs follow under processes (points and findings).
-      const others = multiprocess.others();
+      let others = [];
+      try {
+        others = multiprocess.others();
+      } catch (err) {
+        reportError('multiprocess', err);
+      }
       const own = agent.latest ? { pid: process.pid, ...agent.latest } : null;
       const body = JSON.stringify(others.length === 0 ? own : { ...own, processes: others });
       res.writeHead(200, { 'Content-Type': 'application/json' }).end(req.method === 'HEAD' ? undefined : body);
@@ -295,7 +300,7 @@ function createServer(registry, agent, multiprocess) {
       res.end();
       return;
     }
-    writeTextSliced(multiprocess.sources(agent.latest), (chunk) => res.write(chunk)).then(
+    Promise.resolve().then(() => writeTextSliced(multiprocess.sources(agent.latest), (chunk) => res.write(chunk))).then(
       () => res.end(),
       (err) => {
         reportError('exporter:prometheus', err);
