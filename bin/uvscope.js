@@ -6,6 +6,7 @@
 
 const { spawn } = require('child_process');
 const path = require('path');
+const { envName, readSetting, childEnvironment } = require('../lib/options');
 
 const USAGE = `usage: uvscope [--port N] [--host H] [--exporters LIST] [--interval-ms N] -- <command> [args...]
        uvscope report [--url URL] [--html FILE]
@@ -16,11 +17,12 @@ const USAGE = `usage: uvscope [--port N] [--host H] [--exporters LIST] [--interv
   it writes the agent's page with the data embedded, one static file to attach to a ticket.
   The live page is at http://<host>:<port>/.`;
 
+// Each flag sets a setting's environment variable (lib/options.js) for the command it runs.
 const FLAGS = Object.freeze({
-  '--port': 'UVSCOPE_PROMETHEUS_PORT',
-  '--host': 'UVSCOPE_PROMETHEUS_HOST',
-  '--exporters': 'UVSCOPE_EXPORTERS',
-  '--interval-ms': 'UVSCOPE_INTERVAL_MS',
+  '--port': envName('prometheus.port'),
+  '--host': envName('prometheus.host'),
+  '--exporters': envName('exporters'),
+  '--interval-ms': envName('intervalMs'),
 });
 
 /**
@@ -62,12 +64,13 @@ function nodeOptionsWithPreload(existing) {
 }
 
 /**
- * The snapshot URL for what a user typed: the agent's base URL (http://127.0.0.1:9464), its page
- * (.../) or the snapshot itself (.../snapshot.json).
+ * The snapshot URL for what a user typed: the agent's base URL (http://127.0.0.1:9464, or just
+ * 127.0.0.1:9464), its page (.../) or the snapshot itself (.../snapshot.json).
  * @param {string} given
  */
 function snapshotUrl(given) {
-  const url = new URL(given);
+  const text = String(given).trim();
+  const url = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`);
   if (!url.pathname.endsWith('/snapshot.json')) url.pathname = `${url.pathname.replace(/\/+$/, '')}/snapshot.json`;
   return url.href;
 }
@@ -78,7 +81,7 @@ function snapshotUrl(given) {
  * @param {string[]} argv arguments after `report`
  */
 async function report(argv) {
-  let url = `http://127.0.0.1:${process.env.UVSCOPE_PROMETHEUS_PORT || 9464}`;
+  let url = `http://127.0.0.1:${readSetting('prometheus.port')}`;
   let html = null;
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--url' && argv[i + 1]) url = argv[++i];
@@ -128,10 +131,9 @@ function main() {
     process.exitCode = help ? 0 : 2;
     return;
   }
-  const child = spawn(command[0], command.slice(1), {
-    stdio: 'inherit',
-    env: { ...process.env, ...env, NODE_OPTIONS: nodeOptionsWithPreload(process.env.NODE_OPTIONS) },
-  });
+  const childEnv = childEnvironment(env);
+  childEnv.NODE_OPTIONS = nodeOptionsWithPreload(childEnv.NODE_OPTIONS);
+  const child = spawn(command[0], command.slice(1), { stdio: 'inherit', env: childEnv });
   const forward = (signal) => () => {
     if (child.pid) process.kill(child.pid, signal);
   };

@@ -16,6 +16,7 @@ const crypto = require('crypto');
 const net = require('net');
 const { CATALOG } = require('./metrics');
 const { warnOnce, countError, reportError } = require('./report');
+const { WARNINGS } = require('./warnings');
 const { createOwnAgent } = require('./own-io');
 
 const PUSH_PATH = '/uvscope/v1/push';
@@ -131,7 +132,7 @@ function createHub({ maxProcesses, ttlMs, enabled = true, now = Date.now }) {
     }
     if (!enabled) {
       req.resume();
-      reply(503, { error: 'this process does not serve other processes (UVSCOPE_PROMETHEUS_AGGREGATE=false)' });
+      reply(503, { error: 'this process does not serve other processes (UVSCOPE_MULTIPROCESS=false)' });
       return;
     }
     if (!fromThisMachine(req.socket) || !literalHost(req.headers.host) || req.headers[PUSH_HEADER] !== PROTOCOL_VERSION) {
@@ -176,7 +177,7 @@ function createHub({ maxProcesses, ttlMs, enabled = true, now = Date.now }) {
         return;
       }
       const status = accept(msg, now());
-      if (status === 429) warnOnce('UVSCOPE_TOO_MANY_PROCESSES', `uvscope: the metrics endpoint serves at most ${maxProcesses} processes; pid ${msg.pid} is left out (UVSCOPE_PROMETHEUS_MAX_PROCESSES, 1 to 4096)`);
+      if (status === 429) warnOnce(WARNINGS.TOO_MANY_PROCESSES, `uvscope: this endpoint serves at most ${maxProcesses} other processes; pid ${msg.pid} is left out (UVSCOPE_MULTIPROCESS_MAX_PROCESSES, 1 to 4096)`);
       reply(status, { holder: process.pid });
     };
   }
@@ -197,7 +198,7 @@ function createHub({ maxProcesses, ttlMs, enabled = true, now = Date.now }) {
  * once, so a port held by something that is not uvscope is reported right away.
  * @param {{ host: string, port: number, intervalMs: number, lookup?: Function, onGone: () => void }} options
  */
-function createMember({ host, port, intervalMs, lookup, onGone }) {
+function createMember({ host, port, intervalMs, lookup, onGone, what = 'the agent\'s endpoint', portVar = 'UVSCOPE_PROMETHEUS_PORT' }) {
   const connectHost = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '::1' : host;
   const http = require('http');
   const agent = createOwnAgent('http:', lookup, { maxSockets: 1 });
@@ -223,15 +224,16 @@ function createMember({ host, port, intervalMs, lookup, onGone }) {
     backoff(t);
     countError('multiprocess');
     const where = `${host}:${port}`;
-    if (status === 503) warnOnce('UVSCOPE_LISTEN_FAILED', `uvscope: cannot serve Prometheus metrics on ${where} (EADDRINUSE): the process holding it does not serve other processes (UVSCOPE_PROMETHEUS_AGGREGATE=false there); set UVSCOPE_PROMETHEUS_PORT to a free port for this one. The app goes on without this endpoint.`);
-    else if (status === 409) warnOnce('UVSCOPE_PROCESS_CONFLICT', `uvscope: the process holding ${where} already serves another process with pid ${process.pid} (separate PID namespaces?); give this process its own UVSCOPE_PROMETHEUS_PORT`);
-    else if (status === 413) warnOnce('UVSCOPE_PUSH_TOO_LARGE', `uvscope: this process's figures exceed ${MAX_BODY_BYTES} bytes and are not served at ${where}; lower UVSCOPE_DNS_MAX_NAMES or give this process its own UVSCOPE_PROMETHEUS_PORT`);
-    else if (status === 429) warnOnce('UVSCOPE_TOO_MANY_PROCESSES', `uvscope: the process holding ${where} serves its maximum of processes; raise UVSCOPE_PROMETHEUS_MAX_PROCESSES there or give this process its own UVSCOPE_PROMETHEUS_PORT`);
+    const own = `give this process its own ${portVar}`;
+    if (status === 503) warnOnce(WARNINGS.LISTEN_FAILED, `uvscope: cannot serve ${what} on ${where} (EADDRINUSE): the process holding it does not serve other processes (UVSCOPE_MULTIPROCESS=false there); ${own}. The app goes on without this endpoint.`);
+    else if (status === 409) warnOnce(WARNINGS.PROCESS_CONFLICT, `uvscope: the process holding ${where} already serves another process with pid ${process.pid} (separate PID namespaces?); ${own}`);
+    else if (status === 413) warnOnce(WARNINGS.PUSH_TOO_LARGE, `uvscope: this process's figures exceed ${MAX_BODY_BYTES} bytes and are not served at ${where}; lower UVSCOPE_DNS_MAX_NAMES or ${own}`);
+    else if (status === 429) warnOnce(WARNINGS.TOO_MANY_PROCESSES, `uvscope: the process holding ${where} serves its maximum of processes; raise UVSCOPE_MULTIPROCESS_MAX_PROCESSES there or ${own}`);
     else notUvscope(status);
   }
 
-  function notUvscope(what) {
-    warnOnce('UVSCOPE_LISTEN_FAILED', `uvscope: cannot serve Prometheus metrics on ${host}:${port} (EADDRINUSE): the port is in use by something that is not uvscope (${what}); set UVSCOPE_PROMETHEUS_PORT to a free port (0 picks one). The app goes on without this endpoint.`);
+  function notUvscope(why) {
+    warnOnce(WARNINGS.LISTEN_FAILED, `uvscope: cannot serve ${what} on ${host}:${port} (EADDRINUSE): the port is in use by something that is not uvscope (${why}); set ${portVar} to a free port (0 picks one). The app goes on without this endpoint.`);
   }
 
   /**
@@ -367,7 +369,7 @@ function createMember({ host, port, intervalMs, lookup, onGone }) {
  * @param {{ host: string, port: number, intervalMs: number, aggregate: boolean, maxProcesses: number,
  *   ttlMs?: number, lookup?: Function, listen: () => Promise<Error|null>, onListenFailed: (err: Error) => void }} options
  */
-function createMultiprocess({ host, port, intervalMs, aggregate, maxProcesses, ttlMs, lookup, listen, onListenFailed }) {
+function createMultiprocess({ host, port, intervalMs, aggregate, maxProcesses, ttlMs, lookup, listen, onListenFailed, what, portVar }) {
   const hub = createHub({ maxProcesses, ttlMs, enabled: aggregate });
   let role = 'starting';
   let member = null;
@@ -404,7 +406,7 @@ function createMultiprocess({ host, port, intervalMs, aggregate, maxProcesses, t
         role = 'holder';
       } else if (aggregate && port !== 0 && err.code === 'EADDRINUSE') {
         role = 'member';
-        member = createMember({ host, port, intervalMs, lookup, onGone: takeOver });
+        member = createMember({ host, port, intervalMs, lookup, onGone: takeOver, what, portVar });
       } else {
         role = 'none';
         safeCall(() => onListenFailed(err));

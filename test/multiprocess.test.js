@@ -166,7 +166,7 @@ describe('multiprocess: one endpoint for every process of an app', function () {
     const port = await freePort();
     const app = startNode([path.join(FIXTURES, 'spawn-children.js')], {
       NODE_OPTIONS: `--require ${REGISTER}`, UVSCOPE_PROMETHEUS_PORT: String(port), UVSCOPE_INTERVAL_MS: '300',
-      UVSCOPE_PROMETHEUS_PROCESS_TTL_MS: '4000', CHILDREN: '2',
+      UVSCOPE_MULTIPROCESS_TTL_MS: '4000', CHILDREN: '2',
     });
     procs.push(app);
     const long = await until(() => {
@@ -242,17 +242,17 @@ describe('multiprocess: one endpoint for every process of an app', function () {
     }
   });
 
-  it('UVSCOPE_PROMETHEUS_AGGREGATE=false: the holder takes no pushes, and a process set so pushes none', async () => {
+  it('UVSCOPE_MULTIPROCESS=false: the holder takes no pushes, and a process set so pushes none', async () => {
     const port = await freePort();
     const env = { UVSCOPE_PROMETHEUS_PORT: String(port), UVSCOPE_INTERVAL_MS: '200', HOLD_MS: '600000' };
-    const holder = startNode(['--require', REGISTER, path.join(FIXTURES, 'lookups-child.js')], { ...env, LOOKUPS: '1', UVSCOPE_PROMETHEUS_AGGREGATE: 'false' });
+    const holder = startNode(['--require', REGISTER, path.join(FIXTURES, 'lookups-child.js')], { ...env, LOOKUPS: '1', UVSCOPE_MULTIPROCESS: 'false' });
     procs.push(holder);
     await until(async () => (await get(port, '/snapshot.json')).pid === holder.pid, 'the holder');
     const member = startNode(['--require', REGISTER, path.join(FIXTURES, 'lookups-child.js')], { ...env, LOOKUPS: '3' });
-    const off = startNode(['--require', REGISTER, path.join(FIXTURES, 'lookups-child.js')], { ...env, LOOKUPS: '5', UVSCOPE_PROMETHEUS_AGGREGATE: '0' });
+    const off = startNode(['--require', REGISTER, path.join(FIXTURES, 'lookups-child.js')], { ...env, LOOKUPS: '5', UVSCOPE_MULTIPROCESS: '0' });
     procs.push(member, off);
     await until(() => /UVSCOPE_LISTEN_FAILED/.test(member.stderr) && /UVSCOPE_LISTEN_FAILED/.test(off.stderr), 'both warnings');
-    assert.match(member.stderr, /does not serve other processes \(UVSCOPE_PROMETHEUS_AGGREGATE=false there\)/);
+    assert.match(member.stderr, /does not serve other processes \(UVSCOPE_MULTIPROCESS=false there\)/);
     assert.match(off.stderr, /the port is in use; set UVSCOPE_PROMETHEUS_PORT/);
     const { byPid } = await lookupsByPid(port);
     assert.deepEqual(byPid, { undefined: { count: 1, workerId: undefined } }, 'the holder alone, without a pid label');

@@ -1,10 +1,9 @@
 'use strict';
 
-const dnsModule = require('dns');
 const { warnOnce, countError } = require('../../lib/report');
-const { threadpoolSize } = require('../../lib/libuv');
+const { WARNINGS } = require('../../lib/warnings');
+const { readSetting } = require('../../lib/options');
 const { findPoint } = require('../../lib/snapshot');
-const { dnsLookupStart: startChannel, dnsLookupEnd: endChannel } = require('../../lib/channels').published;
 const { createSink } = require('./transport');
 const { createSeriesFlusher, tag } = require('./series');
 const { createLookupDistributions } = require('./lookups');
@@ -20,26 +19,26 @@ const { processIdentity } = require('../../lib/multiprocess');
  * at most once per dnsRefreshMs, in the background, and never before the first sample (a lookup
  * at preload time would start the threadpool before the app could set UV_THREADPOOL_SIZE).
  *
- * @param {import('../lib/agent').Agent} agent
+ * @param {import('../../lib/exporters').ExporterContext} context
  * @returns {{ name: string, export(snapshot: object): void, close(): Promise<void>, sink: object }}
  */
-function createExporter(agent) {
-  const o = agent.options.datadog;
+function createExporter(context) {
+  const o = context.options.datadog;
   const target = o.url || { protocol: 'udp', host: o.host, port: o.port };
-  const dnsSampler = agent.samplers.find((s) => s.name === 'dns');
+  const { dnsLookupStart: startChannel, dnsLookupEnd: endChannel } = context.channels.published;
 
   const sink = createSink({
     target,
     globalTags: unifiedTags(o),
     client: o.client,
-    lookup: (dnsSampler && dnsSampler.originalLookup) || dnsModule.lookup,
+    lookup: context.ownLookup,
     refreshMs: o.dnsRefreshMs,
     onError,
   });
 
   const flushSeries = createSeriesFlusher({ sink, eventLoop: () => sendEventLoop(o.eventLoop) });
   const lookups = createLookupDistributions({ sink, channel: endChannel, maxPerSecond: o.maxLookupsPerSecond });
-  const spans = o.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(agent) }) : null;
+  const spans = o.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(context.latest()) }) : null;
   let lastFlush = -Infinity;
 
   return {
@@ -82,26 +81,25 @@ function unifiedTags(o) {
 // runtime.node.heap.*, runtime.node.gc.*).
 function sendEventLoop(setting) {
   if (setting !== 'auto') return setting;
-  return !/^(1|true|yes|on)$/i.test(String(process.env.DD_RUNTIME_METRICS_ENABLED || '').trim());
+  return !readSetting('datadog.runtimeMetrics');
 }
 
-function poolSize(agent) {
-  const latest = agent.latest;
+function poolSize(latest) {
   if (latest) {
     const p = findPoint(latest.points, 'nodejs.uv.threadpool.size');
     if (p) return p.value;
   }
-  return threadpoolSize(process.env.UV_THREADPOOL_SIZE);
+  return readSetting('threadpool.size');
 }
 
 function onError(what, err) {
   countError('exporter:datadog');
   if (what === 'uds-unavailable') {
-    warnOnce('UVSCOPE_DATADOG_UDS_UNAVAILABLE', 'uvscope: DD_DOGSTATSD_URL names a Unix socket, but the native unix-dgram module ' +
+    warnOnce(WARNINGS.DATADOG_UDS_UNAVAILABLE, 'uvscope: DD_DOGSTATSD_URL names a Unix socket, but the native unix-dgram module ' +
       `(hot-shots' optional dependency) is not built for this Node.js (${err && err.message ? err.message.split('\n')[0] : err}). ` +
       'Build it with `npm install-scripts approve unix-dgram && npm rebuild unix-dgram`, or use udp://. No metrics are sent to Datadog.');
   } else if (what === 'resolve') {
-    warnOnce('UVSCOPE_DATADOG_AGENT_UNRESOLVED', `uvscope: cannot resolve the Datadog Agent's host (${err && (err.code || err.message)}); ` +
+    warnOnce(WARNINGS.DATADOG_AGENT_UNRESOLVED, `uvscope: cannot resolve the Datadog Agent's host (${err && (err.code || err.message)}); ` +
       'the last good address is kept, and until there is one metrics are dropped. Check DD_AGENT_HOST / DD_DOGSTATSD_HOST / DD_DOGSTATSD_URL.');
   }
   // Send errors are dropped datagrams: counted, never a warning per packet.

@@ -98,18 +98,33 @@ function createConnectionsSampler() {
       }
       return out;
     },
-    /** Requests and new connections per host in the interval since the last call. */
+    /**
+     * Requests and new connections, in all and per host, in the interval since the last
+     * endInterval(); no side effect.
+     * @returns {ConnectionsDetails}
+     */
     details() {
-      const out = { ...interval, hosts: [...hosts].map(([host, h]) => ({ host, ...h })) };
+      return { ...interval, hosts: [...hosts].map(([host, h]) => ({ host, ...h })) };
+    },
+    /** Start a new interval. */
+    endInterval() {
       interval = { connections: 0, requests: 0, newConnections: 0 };
       hosts.clear();
-      return out;
     },
     close() {
       for (const [name, fn] of subscribed) diagnosticsChannel.unsubscribe(name, fn);
     },
   };
 }
+
+/**
+ * snapshot.details.connections: figures for the interval since the last sample.
+ * @typedef {object} ConnectionsDetails
+ * @property {number} connections outgoing TCP connections the app opened
+ * @property {number} requests outgoing HTTP requests (http/https and fetch)
+ * @property {number} newConnections requests that opened a new connection
+ * @property {{ host: string, requests: number, newConnections: number }[]} hosts per host (at most 100)
+ */
 
 function hostOf(origin) {
   try {

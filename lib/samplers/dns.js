@@ -158,8 +158,9 @@ function createDnsSampler(options = {}) {
       return out;
     },
     /**
-     * Per-hostname figures for the interval since the last call (then reset), with totals and
-     * sampled callers. Plain JSON for the snapshot and the findings.
+     * Per-hostname figures for the interval since the last endInterval(), with totals and sampled
+     * callers. Plain JSON for the snapshot and the findings; no side effect.
+     * @returns {DnsDetails}
      */
     details() {
       const out = [];
@@ -178,10 +179,13 @@ function createDnsSampler(options = {}) {
           totalLookups: host.lookups,
           callers: [...host.callers].map(([caller, c]) => ({ caller, count: c.count, seconds: c.seconds })).sort((a, b) => b.count - a.count),
         });
-        host.interval = newInterval(host.inFlight);
       }
-      callerBudget = CALLER_SAMPLES_PER_INTERVAL;
       return { inFlight, hosts: out };
+    },
+    /** Start a new interval: per-hostname interval figures and the caller budget start over. */
+    endInterval() {
+      for (const host of hosts.values()) host.interval = newInterval(host.inFlight);
+      callerBudget = CALLER_SAMPLES_PER_INTERVAL;
     },
     close() {
       active = false;
@@ -193,6 +197,31 @@ function createDnsSampler(options = {}) {
     },
   };
 }
+
+/**
+ * One hostname's figures (snapshot.details.dns.hosts[]). Interval figures cover the time since the
+ * last sample; totals and callers since the start.
+ * @typedef {object} DnsHostDetails
+ * @property {string} name the hostname, lower-cased (or _other beyond maxNames)
+ * @property {number} lookups lookups started in the interval
+ * @property {number} errors lookups that failed in the interval
+ * @property {number} seconds sum of the durations of lookups that ended in the interval
+ * @property {number} maxSeconds longest of them
+ * @property {number} duplicates lookups started while another of the same name was in flight
+ * @property {number} maxInFlight most lookups of this name in flight at once
+ * @property {number} timeouts lookups that waited for at least one resolv.conf timeout
+ * @property {number} inFlight lookups in flight now
+ * @property {number} totalLookups lookups started since the start
+ * @property {{ caller: string, count: number, seconds: number }[]} callers sampled calling frames
+ *   ('pkg' or 'file:line'), most frequent first
+ */
+
+/**
+ * snapshot.details.dns
+ * @typedef {object} DnsDetails
+ * @property {number} inFlight app lookups in flight now
+ * @property {DnsHostDetails[]} hosts
+ */
 
 function newHost(name) {
   return { name, lookups: 0, inFlight: 0, callers: new Map(), interval: newInterval(0) };
