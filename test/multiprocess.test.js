@@ -112,11 +112,12 @@ describe('multiprocess: one endpoint for every process of an app', function () {
     assert.doesNotMatch(app.stderr, /UVSCOPE_/, 'no warning: the workers joined');
   });
 
-  it('node:cluster with Datadog: each process sends with its own pid, each worker with its worker_id', async () => {
+  it('node:cluster with Datadog only: each process sends with its own pid, each worker with its worker_id; the snapshot endpoint lists every process', async () => {
     const receiver = await createDogStatsdReceiver();
+    const port = await freePort();
     try {
       const app = startNode([path.join(FIXTURES, 'cluster-app.js')], {
-        NODE_OPTIONS: `--require ${REGISTER}`, UVSCOPE_EXPORTERS: 'datadog', DD_DOGSTATSD_URL: `udp://127.0.0.1:${receiver.port}`,
+        NODE_OPTIONS: `--require ${REGISTER}`, UVSCOPE_EXPORTERS: 'datadog', DD_DOGSTATSD_URL: `udp://127.0.0.1:${receiver.port}`, UVSCOPE_SNAPSHOT_PORT: String(port),
         UVSCOPE_INTERVAL_MS: '200', UVSCOPE_DATADOG_FLUSH_INTERVAL_MS: '1000', WORKERS: '2',
       });
       procs.push(app);
@@ -128,6 +129,13 @@ describe('multiprocess: one endpoint for every process of an app', function () {
       for (const w of workers) assert.deepEqual(tagsOf(w.pid), [`pid:${w.pid}`, `worker_id:${w.id}`]);
       // Every lookup a worker made, as one distribution value each, under its own pid.
       await receiver.waitFor(() => workers.every((w) => receiver.find('dns.lookup.duration', [`pid:${w.pid}`, 'dns_question_name:localhost']).length === w.lookups), 20000);
+      // The endpoint without Prometheus: /snapshot.json of the primary, with each worker's.
+      const snap = await until(async () => {
+        const s = await get(port, '/snapshot.json');
+        return s && s.processes && s.processes.length === workers.length ? s : { ok: false };
+      }, 'the workers in /snapshot.json');
+      assert.equal(snap.pid, primary);
+      assert.deepEqual(snap.processes.map((p) => p.pid).sort(), workers.map((w) => w.pid).sort());
     } finally {
       await receiver.close();
     }

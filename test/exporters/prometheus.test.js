@@ -33,7 +33,7 @@ describe('exporters/prometheus', function () {
       ],
     };
     const registry = new Registry();
-    const exporter = createExporter({ options: { prometheus: { registry } }, latest, samplers: [] });
+    const exporter = createExporter({ options: { prometheus: { registry } }, latest: () => latest, server: null });
     try {
       assert.equal(renderText([{ attributes: {}, snapshot: latest }]), await registry.metrics());
     } finally {
