@@ -31,6 +31,11 @@ const subscribed = Object.freeze({
   netClientSocket: 'net.client.socket',
   /** http: `{ request }` when an http.ClientRequest starts (Node 20+). */
   httpClientRequestStart: 'http.client.request.start',
+  /**
+   * http: `{ request, response, socket, server }` when a server starts handling a request
+   * (Node 18.7+); the threadpool tracer labels work submitted while serving it with its route.
+   */
+  httpServerRequestStart: 'http.server.request.start',
   /** undici (fetch): `{ request }` with request.origin, when a request is created. */
   undiciRequestCreate: 'undici:request:create',
   /** undici (fetch): `{ connectParams, connector, socket }` when a new connection is made. */

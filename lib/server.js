@@ -46,10 +46,10 @@ const { createMultiprocess } = require('./multiprocess');
  * @param {{ aggregate: boolean, maxProcesses: number, ttlMs?: number, intervalMs: number,
  *   lookup?: Function, sample?: () => object }} [options.multiprocess] several processes on one
  *   port (resolved options' multiprocess, the sampling interval, the unwrapped dns.lookup, and
- *   a sample to send last when the process ends on its own)
+ *   a sample to send last when the process ends on its own); without it, one process per port
  * @returns {AgentServer}
  */
-function createAgentServer({ host, port, settings, what, component, multiprocess: mp = {} }) {
+function createAgentServer({ host, port, settings, what, component, multiprocess: mp = { aggregate: false } }) {
   const routes = new Map(); // path -> { handler, description }
   const [hostVar, portVar] = settings;
   let server = null;
@@ -102,12 +102,12 @@ function createAgentServer({ host, port, settings, what, component, multiprocess
   const multiprocess = createMultiprocess({
     host, port, what, portVar,
     intervalMs: mp.intervalMs || 1000,
-    aggregate: mp.aggregate !== false,
+    aggregate: mp.aggregate === true,
     maxProcesses: mp.maxProcesses || 128,
     ttlMs: mp.ttlMs,
     lookup: mp.lookup,
     listen,
-    onListenFailed(err) {
+    onListenFailed(/** @type {NodeJS.ErrnoException} */ err) {
       countError(component);
       const hint = err.code === 'EADDRINUSE'
         ? `the port is in use; set ${portVar} to a free port (0 picks one)`
@@ -118,7 +118,7 @@ function createAgentServer({ host, port, settings, what, component, multiprocess
 
   const ready = multiprocess.start().then(() => {
     if (!server) return null;
-    const a = server.address();
+    const a = /** @type {import('net').AddressInfo} */ (server.address());
     return { host: a.address, port: a.port };
   });
 
