@@ -44,7 +44,9 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
      */
     evaluate(sample) {
       const summary = summarize(sample, previous, previousTime);
-      previous = sample;
+      // Only what the next summary reads of this one (the probes' cumulative waits): keeping the
+      // whole sample would keep every hostname's figures alive for one more interval.
+      previous = { time: sample.time, points: sample.points.filter((p) => p.name === 'nodejs.uv.threadpool.queue_wait') };
       previousTime = sample.time;
       window.push(summary);
       if (window.length > size) window.shift();
