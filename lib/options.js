@@ -62,7 +62,7 @@ const SETTINGS = Object.freeze([
     `${BOOLEAN} (the text report on stderr), or a file path ending in .html (the page with the data embedded)`),
   setting('prometheus.host', 'UVSCOPE_PROMETHEUS_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0'),
   setting('prometheus.port', 'UVSCOPE_PROMETHEUS_PORT', parseInteger(0, 65535), 'an integer port from 0 to 65535'),
-  setting('prometheus.registry', [], parseObjectWith(['registerMetric', 'metrics']), 'a prom-client Registry', { using: 'uvscope\'s own registry and HTTP server' }),
+  setting('prometheus.registry', [], parseObjectWith(['registerMetric', 'metrics']), 'a Registry of prom-client 15 or @prometheus-io/client 0.16', { using: 'uvscope\'s own registry and HTTP server' }),
   // The snapshot's own server, when Prometheus (which serves it otherwise) is off (lib/server.js).
   setting('snapshot.host', 'UVSCOPE_SNAPSHOT_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0'),
   setting('snapshot.port', 'UVSCOPE_SNAPSHOT_PORT', parseInteger(0, 65535), 'an integer port from 0 to 65535'),
