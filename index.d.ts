@@ -9,7 +9,7 @@ export interface PrometheusOptions {
   host?: string;
   /** Port of the metrics server (UVSCOPE_PROMETHEUS_PORT, default 9464; 0 picks a free one). */
   port?: number;
-  /** Put uvscope's metrics into this prom-client registry instead; no server is opened. */
+  /** Put uvscope's metrics into this registry instead (prom-client 15 or @prometheus-io/client 0.16); no server is opened. */
   registry?: Registry;
 }
 

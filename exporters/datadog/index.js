@@ -1,6 +1,6 @@
 'use strict';
 
-const { warnOnce, countError } = require('../../lib/report');
+const { warnOnce, countError, reportError } = require('../../lib/report');
 const { WARNINGS } = require('../../lib/warnings');
 const { readSetting } = require('../../lib/options');
 const { findPoint } = require('../../lib/snapshot');
@@ -23,10 +23,9 @@ const { processIdentity } = require('../../lib/multiprocess');
  * @param {import('../../lib/exporters').ExporterContext} context
  * @returns {{ name: string, export(snapshot: object): void, close(): Promise<void>, sink: object }}
  */
-function createExporter(context) {
+function createExporter(context, pre = early(context)) {
   const o = context.options.datadog;
   const target = o.url || { protocol: 'udp', host: o.host, port: o.port };
-  const { dnsLookupStart: startChannel } = context.channels.published;
 
   const sink = createSink({
     target,
@@ -42,8 +41,20 @@ function createExporter(context) {
   const distributions = CATALOG.filter((def) => def.perEvent).map((def) => createEventDistributions({
     sink, def, channel: context.channels.published[def.perEvent.channel], maxPerSecond: o.maxLookupsPerSecond,
   }));
-  const spans = o.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(context.latest()) }) : null;
+  const { spans } = pre;
   let lastFlush = -Infinity;
+
+  // When the app's work is done: what was gathered since the last sample leaves now (at each
+  // beforeExit, if the app goes on; an empty buffer sends nothing, so this never keeps it going).
+  // The sends are UDP (or one Unix datagram each) and finish at once; nothing waits for an answer.
+  const onBeforeExit = () => {
+    try {
+      sink.flush();
+    } catch (err) {
+      reportError('exporter:datadog', err);
+    }
+  };
+  process.on('beforeExit', onBeforeExit);
 
   return {
     name: 'datadog',
@@ -59,9 +70,29 @@ function createExporter(context) {
       sink.flush();
     },
     async close() {
+      process.removeListener('beforeExit', onBeforeExit);
       for (const d of distributions) d.close();
       if (spans) spans.close();
       await sink.close();
+    },
+  };
+}
+
+/**
+ * What must be in place before the app's first line (the agent calls it from the preload, and
+ * createExporter later, on the first timer tick): uvscope's context goes on dd-trace's dns.lookup
+ * spans during the app's dns.lookup call, so lookups of the app's top-level code need it already.
+ * Cheap: no hot-shots.
+ * @param {import('../../lib/exporters').ExporterContext} context
+ * @returns {{ spans: object|null, close(): void }}
+ */
+function early(context) {
+  const { dnsLookupStart: startChannel } = context.channels.published;
+  const spans = context.options.datadog.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(context.latest()) }) : null;
+  return {
+    spans,
+    close() {
+      if (spans) spans.close();
     },
   };
 }
@@ -109,4 +140,4 @@ function onError(what, err) {
   // Send errors are dropped datagrams: counted, never a warning per packet.
 }
 
-module.exports = { createExporter };
+module.exports = { createExporter, early };

@@ -1,7 +1,8 @@
 'use strict';
 
 const { CATALOG, shortName } = require('../../lib/metrics');
-const { warnOnce, countError } = require('../../lib/report');
+const { warnOnce, countError, reportError } = require('../../lib/report');
+const { injectFault } = require('../../lib/faults');
 const { WARNINGS } = require('../../lib/warnings');
 
 const UNIT_SUFFIX = Object.freeze({ s: 'seconds', By: 'bytes' });
@@ -39,6 +40,7 @@ class SnapshotMetric {
   }
 
   values() {
+    injectFault('export:prometheus');
     const snapshot = this.latest();
     if (!snapshot) return [];
     const out = [];
@@ -202,13 +204,27 @@ function createExporter(context) {
 // The agent's endpoint writes the text itself, for every process it serves (lib/multiprocess.js):
 // the same text as the registry's, without an object per bucket line.
 function serveMetrics(endpoint, latest, contentType, req, res) {
-  const sources = endpoint.sources(latest());
+  let sources;
+  try {
+    injectFault('export:prometheus');
+    sources = endpoint.sources(latest());
+  } catch (err) {
+    reportError('exporter:prometheus', err);
+    res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end('uvscope: collecting metrics failed\n');
+    return undefined;
+  }
   res.writeHead(200, { 'Content-Type': contentType });
   if (req.method === 'HEAD') {
     res.end();
     return undefined;
   }
-  return writeTextSliced(sources, (chunk) => res.write(chunk)).then(() => res.end());
+  return writeTextSliced(sources, (chunk) => res.write(chunk)).then(
+    () => res.end(),
+    (err) => {
+      reportError('exporter:prometheus', err);
+      res.destroy(); // the status line is out: a cut-off body tells the scraper
+    },
+  );
 }
 
 module.exports = { createExporter, prometheusName, renderText, writeTextSliced };
