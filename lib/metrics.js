@@ -148,6 +148,8 @@ const SHORT_NAMES = Object.freeze({
   'nodejs.http.client': 'client',
   'nodejs.http.connection.reused': 'reused',
   'v8js.gc.type': 'type',
+  'process.pid': 'pid',
+  'nodejs.cluster.worker.id': 'worker_id',
 });
 
 /**
