@@ -5,7 +5,9 @@ const { Histogram } = require('./histogram');
 const { JOB_DURATION_BUCKETS } = require('./metrics');
 const { reportError } = require('./report');
 const { captureCaller } = require('./callers');
-const { subscribed } = require('./channels');
+const { subscribed, published } = require('./channels');
+
+const jobEnd = published.threadpoolJobEnd;
 
 // Provider types of threadpool work, by kind. Taken per Node major from the binaries themselves
 // (internalBinding('async_wrap').Providers, generated from NODE_ASYNC_PROVIDER_TYPES in
@@ -112,6 +114,7 @@ function routeOf(method, url) {
  * @param {number} [options.windowMs] auto: how long it stays armed
  * @param {number} [options.cooldownMs] auto: minimum time disarmed before arming again
  * @param {() => number} [options.now] epoch ms clock (injectable for tests)
+ * @param {() => bigint} [options.hrtime] monotonic ns clock read in the hooks (injectable for tests)
  */
 function createTracer(options = {}) {
   const mode = options.mode || 'auto';
@@ -119,6 +122,7 @@ function createTracer(options = {}) {
   const windowMs = options.windowMs === undefined ? 10000 : options.windowMs;
   const cooldownMs = options.cooldownMs === undefined ? 90000 : options.cooldownMs;
   const now = options.now || Date.now;
+  const hrtime = options.hrtime || process.hrtime.bigint;
   const startedAt = now();
 
   const jobs = new Map(); // asyncId -> { start: bigint, series }
@@ -227,7 +231,7 @@ function createTracer(options = {}) {
         return;
       }
       const s = seriesFor(type, kind);
-      const job = { start: process.hrtime.bigint(), series: s, caller: sampleCaller(s), route: currentRoute(), counted: false };
+      const job = { start: hrtime(), series: s, caller: sampleCaller(s), route: currentRoute(), counted: false };
       jobs.set(asyncId, job);
       // A crypto job object also serves the *Sync functions (run() returns [err, result] at once
       // and no callback ever comes), so a crypto job counts once its run() has returned without
@@ -265,13 +269,14 @@ function createTracer(options = {}) {
         if (!job.counted) return;
       } else if ((job = zlibInFlight.get(asyncId))) zlibInFlight.delete(asyncId);
       else return;
-      const seconds = Number(process.hrtime.bigint() - job.start) / 1e9;
+      const seconds = Number(hrtime() - job.start) / 1e9;
       const s = job.series;
       s.pending--;
       s.completed++;
       s.seconds += seconds;
       if (seconds > s.maxSeconds) s.maxSeconds = seconds;
       s.histogram.observe(seconds);
+      if (jobEnd.hasSubscribers) jobEnd.publish({ kind: s.kind, type: s.type, seconds });
     } catch (err) {
       fail(err);
     }
@@ -286,7 +291,7 @@ function createTracer(options = {}) {
       const s = seriesFor('ZLIB', 'zlib');
       const created = zlibHandles.get(asyncId);
       s.pending++;
-      zlibInFlight.set(asyncId, { start: process.hrtime.bigint(), series: s });
+      zlibInFlight.set(asyncId, { start: hrtime(), series: s });
       if (created) attribute(s, created.caller, created.route);
       else attribute(s, undefined, currentRoute());
     } catch (err) {
