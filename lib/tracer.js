@@ -44,6 +44,10 @@ const MAX_OTHER_TYPES = 20;
 // Stack captures per interval beyond the first job of each type (a capture costs microseconds).
 const CALLER_SAMPLES_PER_INTERVAL = 50;
 const MAX_CALLERS = 20;
+// Requests followed per interval for routes (one in every `stride`, the stride set from the
+// previous interval's request rate): bounds the per-request cost (AsyncLocalStorage.enterWith, or
+// a property on the execution resource) at any request rate.
+const ROUTE_REQUESTS_PER_INTERVAL = 100;
 // Distinct routes kept; the rest count as _other.
 const MAX_ROUTES = 50;
 const MAX_ROUTES_PER_TYPE = 20;
@@ -150,6 +154,8 @@ function createTracer(options = {}) {
   let routeChannel = null;
   const ROUTE = Symbol('uvscope.route');
   let seenRequest = false;
+  let requests = 0; // requests started this interval
+  let stride = 1;
   // Without a frame-based AsyncLocalStorage, routes follow awaits only through promise resources,
   // so promises stay tracked (--no-async-context-frame on Node 24+ costs as on 20/22).
   const trackPromisesFalse = mode !== 'off' && alsIsFrameBased() && supportsTrackPromises();
@@ -168,11 +174,19 @@ function createTracer(options = {}) {
     return s;
   }
 
+  // The request being served, as stored at its start; its route label is worked out only when
+  // threadpool work is submitted under it (most requests submit none), then kept on it.
   function currentRoute() {
     if (!seenRequest) return null;
-    if (als) return als.getStore() || null;
-    const r = asyncHooks.executionAsyncResource();
-    return (r && r[ROUTE]) || null;
+    let request;
+    if (als) request = als.getStore();
+    else {
+      const r = asyncHooks.executionAsyncResource();
+      request = r && r[ROUTE];
+    }
+    if (!request) return null;
+    if (request.label === undefined) request.label = boundedRoute(request.method, request.url);
+    return request.label;
   }
 
   function attribute(s, caller, route) {
@@ -324,8 +338,8 @@ function createTracer(options = {}) {
   function onRequestStart(message) {
     try {
       const req = message && message.request;
-      if (!armed || !req) return;
-      const route = boundedRoute(req.method, req.url);
+      if (!armed || !req || requests++ % stride !== 0) return;
+      const route = { method: req.method, url: req.url, label: undefined };
       seenRequest = true;
       if (als) als.enterWith(route);
       else {
@@ -472,6 +486,8 @@ function createTracer(options = {}) {
         s.seen = false;
       }
       callerBudget = CALLER_SAMPLES_PER_INTERVAL;
+      stride = Math.max(1, Math.ceil(requests / ROUTE_REQUESTS_PER_INTERVAL));
+      requests = 0;
       return {
         state: { mode, armed, armedSince, armings, armedSeconds: seconds, armedShare: Math.min(1, seconds / uptime), dropped },
         jobs: list.sort((a, b) => b.seconds - a.seconds || b.pending - a.pending),
