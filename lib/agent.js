@@ -10,6 +10,7 @@ const { reportError, errorCountsSnapshot } = require('./report');
 const { readResolverConfig } = require('./resolver');
 const { createFindingsEngine } = require('./findings');
 const { formatReport } = require('./format-report');
+const { injectFault } = require('./faults');
 const { createHistory } = require('./page');
 
 // resolv.conf and /etc/hosts are re-read this often (tiny files, read synchronously).
@@ -43,19 +44,25 @@ class Agent {
     this.findings = createFindingsEngine({ intervalMs: options.intervalMs, startTime: Date.now() });
   }
 
-  /** Create samplers and exporters and start the timer. Never throws. */
+  /** Create samplers and exporters and start the timer. A failure here is undone by stop(). */
   start() {
     this.#refreshResolver(Date.now());
     /** @type {import('./samplers').SamplerContext} */
     const samplerContext = { options: this.options, ownIo: this.ownIo, resolver: () => this.resolver };
     for (const { name, create } of SAMPLERS) {
-      const sampler = this.#safely(`sampler:${name}`, () => create(samplerContext));
+      const sampler = this.#safely(`sampler:${name}`, () => {
+        injectFault(`create:sampler:${name}`);
+        return create(samplerContext);
+      });
       if (sampler) this.samplers.push(sampler);
     }
     this.server = this.#safely('server', () => this.#createServer());
     const context = this.#exporterContext();
     for (const name of this.options.exporters) {
-      const exporter = this.#safely(`exporter:${name}`, () => createExporter(name, context));
+      const exporter = this.#safely(`exporter:${name}`, () => {
+        injectFault(`create:exporter:${name}`);
+        return createExporter(name, context);
+      });
       if (exporter) this.exporters.push(exporter);
     }
     this.timer = setInterval(() => this.sampleNow(), this.options.intervalMs);
@@ -69,6 +76,7 @@ class Agent {
       });
       process.on('exit', this.onExit);
     }
+    injectFault('agent:start');
     return this;
   }
 
@@ -157,7 +165,12 @@ class Agent {
     const points = [];
     for (const sampler of this.samplers) {
       try {
-        for (const p of sampler.sample(tick)) points.push(Object.freeze({ ...p, attributes: Object.freeze(p.attributes) }));
+        injectFault(`sample:${sampler.name}`);
+        // Samplers return fresh points: frozen in place rather than copied (fewer objects per sample).
+        for (const p of sampler.sample(tick)) {
+          Object.freeze(p.attributes);
+          points.push(Object.freeze(p));
+        }
       } catch (err) {
         reportError(`sampler:${sampler.name}`, err);
       }
@@ -171,6 +184,7 @@ class Agent {
     for (const sampler of this.samplers) {
       if (typeof sampler.details !== 'function') continue;
       try {
+        injectFault(`details:${sampler.name}`);
         details[sampler.name] = sampler.details();
       } catch (err) {
         reportError(`sampler:${sampler.name}`, err);
@@ -193,6 +207,7 @@ class Agent {
 
   #evaluateFindings(time, points, details) {
     try {
+      injectFault('findings');
       return this.findings.evaluate({ time, points, details });
     } catch (err) {
       reportError('findings', err);
@@ -204,6 +219,7 @@ class Agent {
     for (const exporter of this.exporters) {
       if (typeof exporter.export !== 'function') continue;
       try {
+        injectFault(`export:${exporter.name}`);
         exporter.export(snapshot);
       } catch (err) {
         reportError(`exporter:${exporter.name}`, err);
@@ -246,10 +262,12 @@ function errorPoints() {
   return out;
 }
 
+// for...in rather than Object.values(): no array per object (a snapshot holds thousands of
+// objects with many hostnames, and this runs every sample).
 function deepFreeze(value) {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
+    for (const k in value) deepFreeze(value[k]);
   }
   return value;
 }

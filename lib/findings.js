@@ -30,6 +30,9 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
   const lim = { ...LIMITS, ...limits };
   const size = Math.max(1, Math.ceil(lim.windowMs / intervalMs));
   const window = [];
+  // Callers per hostname, from the latest interval that had them (they are cumulative), kept once
+  // rather than in every summary of the window.
+  const callers = new Map(); // name -> { callers, time }
   let previous = null;
   let previousTime = startTime;
 
@@ -45,11 +48,26 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
       previousTime = sample.time;
       window.push(summary);
       if (window.length > size) window.shift();
+      mergeHosts(window, lim.windowMs / HOST_BUCKETS);
+      const dnsHosts = (sample.details.dns && sample.details.dns.hosts) || [];
+      for (const h of dnsHosts) {
+        if (!h.callers || !h.callers.length || !isActive(h)) continue;
+        const c = callers.get(h.name);
+        if (c) {
+          c.callers = h.callers;
+          c.time = sample.time;
+        } else {
+          callers.set(h.name, { callers: h.callers, time: sample.time });
+        }
+      }
+      callers.forEach((c, name) => {
+        if (c.time < window[0].time) callers.delete(name);
+      });
       return [
         threadpoolSaturated(window, lim),
         threadpoolDnsSaturated(window, lim),
         dnsResolverTimeout(window, sample.details.resolver),
-        dnsNoCache(window, lim),
+        dnsNoCache(window, lim, callers),
         dnsSearchExpansion(window, sample.details.resolver),
         eventLoopBlocked(window, lim),
         httpNoKeepAlive(window, lim),
@@ -80,7 +98,7 @@ function summarize(sample, previous, previousTime) {
     dnsWaitMean: waits.count > 0 ? waits.sum / waits.count : null,
     delayMax: value('nodejs.eventloop.delay.max'),
     delayP99: value('nodejs.eventloop.delay.p99'),
-    hosts: (sample.details.dns && sample.details.dns.hosts) || [],
+    hosts: compactHosts(sample.details.dns),
     connections: sample.details.connections || null,
     heapLimit: value('v8js.memory.heap.limit'),
     containerLimit: value('nodejs.memory.constrained'),
@@ -154,35 +172,100 @@ function dnsResolverTimeout(window, resolver) {
   };
 }
 
-function dnsNoCache(window, lim) {
-  const seconds = window.reduce((a, s) => a + (s.seconds || 0), 0);
-  const rates = aggregate(window, (h) => h.lookups).map((h) => ({ ...h, perSecond: seconds > 0 ? h.value / seconds : 0 }));
-  const dups = aggregate(window, (h) => h.duplicates);
-  const maxDup = new Map();
-  const atOnce = new Map();
-  for (const s of window) {
-    for (const h of s.hosts) {
-      maxDup.set(h.name, Math.max(maxDup.get(h.name) || 0, h.duplicates));
-      atOnce.set(h.name, Math.max(atOnce.get(h.name) || 0, h.maxInFlight));
+// Per-hostname figures in the window are merged into at most HOST_BUCKETS buckets (5 s each over
+// 60 s): the latest summary of a bucket carries the bucket's sums (and the largest per-interval
+// figures), the earlier ones none. Rules sum and take maxima over the window as before, so they
+// see the same figures; memory per hostname no longer grows with the number of intervals
+// (UVSCOPE_INTERVAL_MS=50 kept 1200 entries per name). A bucket leaves the window with its latest
+// interval, so host figures cover the last 60 to 65 s.
+const HOST_BUCKETS = 12;
+// Per-interval counts and sums of a hostname's details, added up when intervals merge; max* fields
+// take the largest; any other number is a figure of the moment and takes the latest.
+const SUMMED = new Set(['lookups', 'errors', 'seconds', 'duplicates', 'timeouts', 'queueWaitSeconds', 'resolveSeconds']);
+const NO_HOSTS = Object.freeze([]);
+
+function mergeHosts(window, bucketMs) {
+  const summary = window[window.length - 1];
+  const prev = window.length > 1 ? window[window.length - 2] : null;
+  if (!prev || prev.hostsSince === undefined || summary.time - prev.hostsSince >= bucketMs) {
+    summary.hostsSince = summary.time;
+    return;
+  }
+  summary.hostsSince = prev.hostsSince;
+  const byName = new Map();
+  for (const h of prev.hosts) byName.set(h.name, h);
+  for (const h of summary.hosts) {
+    const m = byName.get(h.name);
+    if (!m) {
+      byName.set(h.name, h);
+      continue;
+    }
+    for (const k in h) {
+      if (typeof h[k] !== 'number') continue;
+      if (SUMMED.has(k)) m[k] = (m[k] || 0) + h[k];
+      else if (k.startsWith('max')) m[k] = Math.max(m[k] || 0, h[k]);
+      else m[k] = h[k]; // a figure of the moment (inFlight, totalLookups, ...): the latest
     }
   }
-  const hot = rates.filter((h) => h.perSecond >= lim.sameNamePerSecond || (maxDup.get(h.name) || 0) >= lim.concurrentDuplicates);
+  summary.hosts = [...byName.values()];
+  prev.hosts = NO_HOSTS;
+}
+
+// A hostname's interval figures without its callers, for the hostnames active in it: the window
+// holds these, merged (mergeHosts), not the snapshot's full details with callers (which made
+// ~20 KB per kept hostname over a 60 s window at a 1 s interval).
+function compactHosts(dns) {
+  const out = [];
+  for (const h of (dns && dns.hosts) || []) {
+    if (!isActive(h)) continue;
+    // Every figure but the callers (kept once per name, see evaluate()).
+    const c = { maxDuplicates: h.duplicates };
+    for (const k in h) if (k !== 'callers' && (typeof h[k] !== 'object' || h[k] === null)) c[k] = h[k];
+    out.push(c);
+  }
+  return out;
+}
+
+function isActive(h) {
+  return h.lookups > 0 || h.duplicates > 0 || h.timeouts > 0 || h.maxInFlight > 0 || h.maxSeconds > 0;
+}
+
+function dnsNoCache(window, lim, callersByName) {
+  const seconds = window.reduce((a, s) => a + (s.seconds || 0), 0);
+  // One pass and one small object per name (this runs every sample, over every kept name).
+  const per = new Map(); // name -> { lookups, duplicates, maxDup, atOnce }
+  for (const s of window) {
+    for (const h of s.hosts) {
+      let a = per.get(h.name);
+      if (!a) per.set(h.name, (a = { lookups: 0, duplicates: 0, maxDup: 0, atOnce: 0 }));
+      a.lookups += h.lookups;
+      a.duplicates += h.duplicates;
+      if (h.maxDuplicates > a.maxDup) a.maxDup = h.maxDuplicates;
+      if (h.maxInFlight > a.atOnce) a.atOnce = h.maxInFlight;
+    }
+  }
+  const hot = [];
+  per.forEach((a, name) => {
+    const perSecond = seconds > 0 ? a.lookups / seconds : 0;
+    if (a.lookups > 0 && (perSecond >= lim.sameNamePerSecond || a.maxDup >= lim.concurrentDuplicates)) hot.push({ name, value: a.lookups, perSecond });
+  });
   if (hot.length === 0) return null;
-  const callers = callersOf(window);
+  hot.sort((a, b) => b.value - a.value);
+  const callers = new Map([...callersByName].map(([name, c]) => [name, c.callers]));
   const worst = hot[0];
   // Lookups that start on a later tick (dgram's first send, say) have no app frame on the stack.
   const who = (callers.get(worst.name) || []).find((c) => c.caller !== '(unknown)');
   return {
     id: 'dns-no-cache',
     severity: 'warning',
-    summary: `${worst.name} is looked up ${worst.perSecond.toFixed(1)} times a second${(atOnce.get(worst.name) || 0) > 1 ? `, up to ${atOnce.get(worst.name)} at once` : ''}${who ? `, mostly by ${who.caller}` : ''}: nothing caches or coalesces these lookups.`,
+    summary: `${worst.name} is looked up ${worst.perSecond.toFixed(1)} times a second${per.get(worst.name).atOnce > 1 ? `, up to ${per.get(worst.name).atOnce} at once` : ''}${who ? `, mostly by ${who.caller}` : ''}: nothing caches or coalesces these lookups.`,
     evidence: {
       hostnames: hot.slice(0, 10).map((h) => ({
         name: h.name,
         lookupsPerSecond: round(h.perSecond),
         // lookups started while another lookup of the same name was in flight (one would do)
-        concurrentDuplicates: (dups.find((d) => d.name === h.name) || { value: 0 }).value,
-        maxInFlight: atOnce.get(h.name) || 0,
+        concurrentDuplicates: per.get(h.name).duplicates,
+        maxInFlight: per.get(h.name).atOnce,
         callers: (callers.get(h.name) || []).slice(0, 5),
       })),
     },
@@ -282,21 +365,17 @@ function heapLimitAboveContainer(last, lim) {
 // Sum a per-host figure over the window, largest first.
 function aggregate(window, pick) {
   const sums = new Map();
-  for (const s of window) for (const h of s.hosts) sums.set(h.name, (sums.get(h.name) || 0) + pick(h));
+  for (const s of window) {
+    for (const h of s.hosts) {
+      const v = pick(h);
+      if (v) sums.set(h.name, (sums.get(h.name) || 0) + v); // zeros would be filtered out below
+    }
+  }
   return [...sums].filter(([, v]) => v > 0).map(([name, value]) => ({ name, value })).sort((a, b) => b.value - a.value);
 }
 
 function topHosts(window, pick) {
   return aggregate(window, pick).map((h) => ({ name: h.name, lookups: h.value }));
-}
-
-// Callers per hostname from the latest interval that had them (callers are cumulative).
-function callersOf(window) {
-  const out = new Map();
-  for (let i = window.length - 1; i >= 0; i--) {
-    for (const h of window[i].hosts) if (!out.has(h.name) && h.callers.length) out.set(h.name, h.callers);
-  }
-  return out;
 }
 
 function ms(seconds) {

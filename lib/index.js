@@ -15,16 +15,23 @@ const AGENT = Symbol.for('uvscope.agent');
  * @returns {Agent|null} the running agent (the one already running if any), or null if disabled
  */
 function start(options) {
+  let agent = null;
   try {
     const running = globalThis[AGENT];
     if (running) return running;
     const resolved = resolveOptions(options);
     if (resolved.disabled) return null;
-    const agent = new Agent(resolved);
+    agent = new Agent(resolved);
     Object.defineProperty(globalThis, AGENT, { value: agent, configurable: true, enumerable: false, writable: false });
     return agent.start();
   } catch (err) {
     reportError('start', err);
+    // Undo what was done (timer, wrapped dns.lookup, servers, listeners) and free the guard, so a
+    // later start() can succeed.
+    if (agent) {
+      if (globalThis[AGENT] === agent) delete globalThis[AGENT];
+      agent.stop().catch((e) => reportError('start', e));
+    }
     return null;
   }
 }

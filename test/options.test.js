@@ -110,10 +110,39 @@ describe('options', () => {
     assert.deepEqual(childEnvironment({ B: '2' }, { A: '1', B: '1' }), { A: '1', B: '2' });
   });
 
+  it('every row takes its parser from lib/settings/parsers.js (one per type), none written inline', () => {
+    const text = fs.readFileSync(path.join(ROOT, 'lib', 'options.js'), 'utf8');
+    const table = text.slice(text.indexOf('const SETTINGS = '), text.indexOf(']);', text.indexOf('const SETTINGS = ')));
+    const rows = table.split('\n').filter((l) => /^\s*setting\(/.test(l));
+    assert.equal(rows.length, SETTINGS.length, 'one line per row, each starting with setting(');
+    assert.deepEqual(rows.filter((l) => /=>/.test(l)), []);
+  });
+
   it('nothing but lib/options.js reads process.env', () => {
     const readers = shippedFiles().filter((f) => f !== path.join('lib', 'options.js'))
       .filter((f) => /process\.env\b/.test(fs.readFileSync(path.join(ROOT, f), 'utf8').replace(/^\s*(\/\/|\*).*$/gm, '')));
     assert.deepEqual(readers, []);
+  });
+
+  it('settings tables in README.md and docs/ name each variable with its option and its true default', () => {
+    const defaultOf = (row) => (row.late ? row.default : row.path.split('.').reduce((c, k) => (c == null ? undefined : c[k]), DEFAULTS));
+    const shown = (v) => (v === undefined || (Array.isArray(v) && v.length === 0) ? 'none' : `\`${[].concat(v).join(',')}\``);
+    let checked = 0;
+    for (const file of ['README.md', ...fs.readdirSync(path.join(ROOT, 'docs')).map((f) => path.join('docs', f))]) {
+      for (const line of fs.readFileSync(path.join(ROOT, file), 'utf8').split('\n')) {
+        // | `VARIABLE` | `option.path` | default | accepted |
+        const cells = line.split(' | ');
+        const variable = /^\| `([A-Z][A-Z0-9_]*)`$/.exec(cells[0]);
+        const option = cells.length >= 4 && /^`([a-z][A-Za-z.]*)`$/.exec(cells[1]);
+        if (!variable || !option) continue;
+        const row = SETTINGS.find((s) => s.path === option[1]);
+        assert.ok(row, `${file}: ${option[1]} is not a setting`);
+        assert.ok(row.env.includes(variable[1]), `${file}: ${option[1]} is not read from ${variable[1]}`);
+        assert.equal(cells[2], shown(defaultOf(row)), `${file}: the default of ${variable[1]}`);
+        checked++;
+      }
+    }
+    assert.ok(checked >= 20, `${checked} rows checked`);
   });
 
   it('every variable in the table is documented in README.md or docs/', () => {

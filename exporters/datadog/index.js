@@ -1,6 +1,6 @@
 'use strict';
 
-const { warnOnce, countError } = require('../../lib/report');
+const { warnOnce, countError, reportError } = require('../../lib/report');
 const { WARNINGS } = require('../../lib/warnings');
 const { readSetting } = require('../../lib/options');
 const { findPoint } = require('../../lib/snapshot');
@@ -44,6 +44,18 @@ function createExporter(context) {
   const spans = o.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(context.latest()) }) : null;
   let lastFlush = -Infinity;
 
+  // When the app's work is done: what was gathered since the last sample leaves now (at each
+  // beforeExit, if the app goes on; an empty buffer sends nothing, so this never keeps it going).
+  // The sends are UDP (or one Unix datagram each) and finish at once; nothing waits for an answer.
+  const onBeforeExit = () => {
+    try {
+      sink.flush();
+    } catch (err) {
+      reportError('exporter:datadog', err);
+    }
+  };
+  process.on('beforeExit', onBeforeExit);
+
   return {
     name: 'datadog',
     sink,
@@ -58,6 +70,7 @@ function createExporter(context) {
       sink.flush();
     },
     async close() {
+      process.removeListener('beforeExit', onBeforeExit);
       for (const d of distributions) d.close();
       if (spans) spans.close();
       await sink.close();

@@ -2,6 +2,7 @@
 
 const { CATALOG, shortName } = require('../../lib/metrics');
 const { warnOnce, countError, reportError } = require('../../lib/report');
+const { injectFault } = require('../../lib/faults');
 const { WARNINGS } = require('../../lib/warnings');
 const { sendBody } = require('../../lib/server');
 
@@ -40,6 +41,7 @@ class SnapshotMetric {
   }
 
   values() {
+    injectFault('export:prometheus');
     const snapshot = this.latest();
     if (!snapshot) return [];
     const out = [];

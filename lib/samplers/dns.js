@@ -8,6 +8,7 @@ const { DNS_BUCKETS } = require('../metrics');
 const { reportError } = require('../report');
 const { captureCaller } = require('../callers');
 const { published } = require('../channels');
+const { injectFault } = require('../faults');
 
 const OTHER = '_other';
 
@@ -65,6 +66,7 @@ function createDnsSampler(options = {}) {
   }
 
   function started(hostname) {
+    injectFault('dns:started');
     const host = hostFor(hostname);
     const ctx = { hostname, host, start: process.hrtime.bigint(), caller: null };
     if (host.inFlight > 0) host.interval.duplicates++;
@@ -75,7 +77,10 @@ function createDnsSampler(options = {}) {
       // Counted when the lookup starts (a backlog may hold it for long); timed when it ends.
       let c = host.callers.get((ctx.caller = captureCaller()));
       if (!c && host.callers.size < MAX_CALLERS) host.callers.set(ctx.caller, (c = { count: 0, seconds: 0 }));
-      if (c) c.count++;
+      if (c) {
+        c.count++;
+        host.callerList = null;
+      }
     }
     host.lookups++;
     host.interval.lookups++;
@@ -100,6 +105,7 @@ function createDnsSampler(options = {}) {
   function record(ctx, err) {
     try {
       inFlight--;
+      injectFault('dns:record');
       const { host } = ctx;
       host.inFlight--;
       if (!active) return;
@@ -119,7 +125,10 @@ function createDnsSampler(options = {}) {
       if (conf && resolverTimeouts(seconds, conf.timeout) > 0) host.interval.timeouts++;
       if (ctx.caller !== null) {
         const c = host.callers.get(ctx.caller);
-        if (c) c.seconds += seconds;
+        if (c) {
+          c.seconds += seconds;
+          host.callerList = null;
+        }
       }
       if (endChannel.hasSubscribers) endChannel.publish({ hostname: ctx.hostname, name: host.name, errorType, seconds });
     } catch (e) {
@@ -177,14 +186,14 @@ function createDnsSampler(options = {}) {
           timeouts: i.timeouts,
           inFlight: host.inFlight,
           totalLookups: host.lookups,
-          callers: [...host.callers].map(([caller, c]) => ({ caller, count: c.count, seconds: c.seconds })).sort((a, b) => b.count - a.count),
+          callers: host.callerList || (host.callerList = callerList(host.callers)),
         });
       }
       return { inFlight, hosts: out };
     },
     /** Start a new interval: per-hostname interval figures and the caller budget start over. */
     endInterval() {
-      for (const host of hosts.values()) host.interval = newInterval(host.inFlight);
+      for (const host of hosts.values()) resetInterval(host.interval, host.inFlight);
       callerBudget = CALLER_SAMPLES_PER_INTERVAL;
     },
     close() {
@@ -196,6 +205,21 @@ function createDnsSampler(options = {}) {
       syncBuiltinESMExports();
     },
   };
+}
+
+// The callers of a hostname, most frequent first, frozen: the same list is handed out again until
+// a sampled lookup of that name changes it (at most 20 a second in all), so a sample makes no new
+// objects for the callers of most names.
+function callerList(callers) {
+  const out = [];
+  callers.forEach((c, caller) => out.push(Object.freeze({ caller, count: c.count, seconds: c.seconds })));
+  return Object.freeze(out.sort((a, b) => b.count - a.count));
+}
+
+// A new interval in place: one interval object per name for its life, not one per sample that
+// lives until the next (the temporary dies young and costs V8 nothing to keep).
+function resetInterval(i, inFlight) {
+  Object.assign(i, newInterval(inFlight));
 }
 
 /**
@@ -224,7 +248,7 @@ function createDnsSampler(options = {}) {
  */
 
 function newHost(name) {
-  return { name, lookups: 0, inFlight: 0, callers: new Map(), interval: newInterval(0) };
+  return { name, lookups: 0, inFlight: 0, callers: new Map(), callerList: null, interval: newInterval(0) };
 }
 
 function newInterval(inFlight) {
@@ -247,48 +271,91 @@ function isLookupOf(hostname) {
   return typeof hostname === 'string' && hostname !== '' && isIP(hostname) === 0;
 }
 
+// The wrappers must be invisible to the app: the same return values, the same synchronous throws
+// for bad arguments, the same length, name and own symbols (dns.lookup's customPromisifyArgs makes
+// util.promisify(dns.lookup) resolve { address, family }), and no change to how a rejection nobody
+// handles is reported. The bookkeeping (started/record/abandoned) runs inside the app's call, so
+// each call of it is guarded: a failure there is reported and the lookup goes on untimed.
 // Invalid arguments make Node throw synchronously: that is no lookup, so it is not counted.
-function wrapCallbackLookup(original, { record, started, abandoned }) {
+
+/**
+ * dns.lookup, timed. Lookups go through the original, with the app's arguments and `this`.
+ * @param {Function} original
+ * @param {{ started: Function, record: Function, abandoned: Function }} tracker
+ */
+function wrapCallbackLookup(original, tracker) {
   const lookup = function lookup(hostname, options, callback) {
     const cb = typeof options === 'function' ? options : callback;
     if (typeof cb !== 'function' || !isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
-    const ctx = started(hostname);
+    const ctx = guarded(tracker.started, hostname);
+    if (ctx === undefined) return Reflect.apply(original, this, arguments);
     const done = function (err) {
-      record(ctx, err);
+      guarded(tracker.record, ctx, err);
       return Reflect.apply(cb, this, arguments);
     };
+    const args = Array.prototype.slice.call(arguments);
+    args[typeof options === 'function' ? 1 : 2] = done;
     try {
-      return typeof options === 'function'
-        ? Reflect.apply(original, this, [hostname, done])
-        : Reflect.apply(original, this, [hostname, options, done]);
+      return Reflect.apply(original, this, args);
     } catch (err) {
-      abandoned(ctx);
+      guarded(tracker.abandoned, ctx);
       throw err;
     }
   };
-  // dns.lookup carries Node's internal customPromisifyArgs symbol, which makes
-  // util.promisify(dns.lookup) resolve { address, family }; copy it so that still holds.
-  for (const sym of Object.getOwnPropertySymbols(original)) {
-    Object.defineProperty(lookup, sym, Object.getOwnPropertyDescriptor(original, sym));
-  }
-  return lookup;
+  return lookAlike(lookup, original);
 }
 
-function wrapPromiseLookup(original, { record, started, abandoned }) {
-  return function lookup(hostname) {
+/**
+ * dns.promises.lookup, timed. Returns a promise derived from the original's: it settles the same
+ * way one tick later, and when it rejects and nobody handles it, Node reports that unhandled
+ * rejection exactly as it would have reported the original's (uvscope's handler sits on the
+ * original promise, never on the one the caller holds).
+ * @param {Function} original
+ * @param {{ started: Function, record: Function, abandoned: Function }} tracker
+ */
+function wrapPromiseLookup(original, tracker) {
+  const lookup = function lookup(hostname) {
     if (!isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
-    const ctx = started(hostname);
+    const ctx = guarded(tracker.started, hostname);
+    if (ctx === undefined) return Reflect.apply(original, this, arguments);
     let promise;
     try {
       promise = Reflect.apply(original, this, arguments);
     } catch (err) {
-      abandoned(ctx);
+      guarded(tracker.abandoned, ctx);
       throw err;
     }
-    // The side branch handles the rejection itself; the caller's promise is returned untouched.
-    promise.then(() => record(ctx, null), (err) => record(ctx, err));
-    return promise;
+    return promise.then((value) => {
+      guarded(tracker.record, ctx, null);
+      return value;
+    }, (err) => {
+      guarded(tracker.record, ctx, err);
+      throw err;
+    });
   };
+  return lookAlike(lookup, original);
 }
 
-module.exports = { createDnsSampler, resolverTimeouts, OTHER };
+// The wrapper takes the original's length, name and own symbols.
+function lookAlike(wrapper, original) {
+  for (const key of ['length', 'name']) {
+    const d = Object.getOwnPropertyDescriptor(original, key);
+    if (d) Object.defineProperty(wrapper, key, d);
+  }
+  for (const sym of Object.getOwnPropertySymbols(original)) {
+    Object.defineProperty(wrapper, sym, Object.getOwnPropertyDescriptor(original, sym));
+  }
+  return wrapper;
+}
+
+// Calls the bookkeeping; never throws. undefined when it failed.
+function guarded(fn, a, b) {
+  try {
+    return fn(a, b);
+  } catch (err) {
+    reportError('sampler:dns', err);
+    return undefined;
+  }
+}
+
+module.exports = { createDnsSampler, resolverTimeouts, OTHER, wrapCallbackLookup, wrapPromiseLookup };

@@ -74,6 +74,7 @@ function addToBuckets(histogram, monitor, n, resolutionNs) {
   histogram.counts[histogram.bounds.length] += n - below;
   histogram.count += n;
   histogram.sum += (n * Math.max(0, monitor.mean - resolutionNs)) / 1e9;
+  histogram.frozen = null; // its cached snapshot (lib/histogram.js) is stale now
 }
 
 /**
