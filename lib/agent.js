@@ -203,9 +203,15 @@ class Agent {
     const { createAgentServer, endpointFor, sendBody } = lazy.server;
     const endpoint = endpointFor(this.options);
     if (!endpoint) return null;
-    const server = createAgentServer(endpoint);
-    // The latest snapshot with its findings (uvscope report reads this).
-    server.route('/snapshot.json', (req, res) => sendBody(req, res, 'application/json', JSON.stringify(this.latest ? { pid: process.pid, ...this.latest } : null)), 'findings');
+    const multiprocess = { ...this.options.multiprocess, intervalMs: this.options.intervalMs, lookup: this.ownIo.lookup, sample: () => this.sampleNow() };
+    const server = createAgentServer({ ...endpoint, multiprocess });
+    // The latest snapshot with its findings (uvscope report reads this); other processes of the
+    // app served here follow under processes (lib/multiprocess.js).
+    server.route('/snapshot.json', (req, res) => {
+      const own = this.latest ? { pid: process.pid, ...this.latest } : null;
+      const others = server.others();
+      sendBody(req, res, 'application/json', JSON.stringify(others.length === 0 ? own : { ...own, processes: others }));
+    }, 'findings');
     // The page (lib/page) and the compact history its charts start from.
     server.route('/', (req, res) => sendBody(req, res, 'text/html; charset=utf-8', lazy.page.pageHtml(), NO_STORE), 'the page');
     server.route('/history.json', (req, res) => sendBody(req, res, 'application/json', JSON.stringify(this.history ? this.history.list() : []), NO_STORE));
@@ -278,6 +284,8 @@ class Agent {
   }
 
   #exportAll(snapshot) {
+    // A process that does not hold the endpoint's port sends its snapshot to the one that does.
+    if (this.server) this.#safely('multiprocess', () => this.server.export(snapshot));
     for (const exporter of this.exporters) {
       if (typeof exporter.export !== 'function') continue;
       try {

@@ -20,6 +20,12 @@ const published = Object.freeze({
    * label (or _other), errorType the error code ('' on success), seconds from call to callback.
    */
   dnsLookupEnd: diagnosticsChannel.channel('uvscope:dns.lookup:end'),
+  /**
+   * A threadpool job the tracer saw start (while armed) called back.
+   * `{ kind: 'dns'|'fs'|'crypto'|'zlib'|'other', type: string, seconds: number }`: type is the
+   * provider type (PBKDF2REQUEST, ZLIB, an addon's name), seconds from submission to callback.
+   */
+  threadpoolJobEnd: diagnosticsChannel.channel('uvscope:threadpool.job:end'),
 });
 
 /**

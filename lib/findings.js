@@ -44,7 +44,9 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
      */
     evaluate(sample) {
       const summary = summarize(sample, previous, previousTime);
-      previous = sample;
+      // Only what the next summary reads of this one (the probes' cumulative waits): keeping the
+      // whole sample would keep every hostname's figures alive for one more interval.
+      previous = { time: sample.time, points: sample.points.filter((p) => p.name === 'nodejs.uv.threadpool.queue_wait') };
       previousTime = sample.time;
       window.push(summary);
       if (window.length > size) window.shift();
@@ -211,17 +213,15 @@ function mergeHosts(window, bucketMs) {
   prev.hosts = NO_HOSTS;
 }
 
-// A hostname's interval figures without its callers, for the hostnames active in it: the window
-// holds these, merged (mergeHosts), not the snapshot's full details with callers (which made
-// ~20 KB per kept hostname over a 60 s window at a 1 s interval).
+// What the rules read of a hostname's interval, for the hostnames active in it: the window holds
+// these, merged (mergeHosts), not the snapshot's full details with callers (which made ~20 KB per
+// kept hostname over a 60 s window at a 1 s interval).
 function compactHosts(dns) {
   const out = [];
   for (const h of (dns && dns.hosts) || []) {
     if (!isActive(h)) continue;
-    // Every figure but the callers (kept once per name, see evaluate()).
-    const c = { maxDuplicates: h.duplicates };
-    for (const k in h) if (k !== 'callers' && (typeof h[k] !== 'object' || h[k] === null)) c[k] = h[k];
-    out.push(c);
+    // What the rules read (here and in lib/threadpool-findings.js); add a field here to read it.
+    out.push({ name: h.name, lookups: h.lookups, duplicates: h.duplicates, maxDuplicates: h.duplicates, maxInFlight: h.maxInFlight, timeouts: h.timeouts, maxSeconds: h.maxSeconds });
   }
   return out;
 }

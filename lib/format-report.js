@@ -25,14 +25,11 @@ function formatReport(snapshot) {
   for (const line of threadpoolLines(snapshot.details && snapshot.details.threadpool, snapshot.time)) lines.push(`  ${line}`);
   const max = value('nodejs.eventloop.delay.max');
   if (max !== undefined) lines.push(`event loop: delay max ${(max * 1000).toFixed(1)} ms, p99 ${(value('nodejs.eventloop.delay.p99') * 1000).toFixed(1)} ms, utilization ${(value('nodejs.eventloop.utilization') * 100).toFixed(0)} %`);
-  const findings = snapshot.findings || [];
-  lines.push('');
-  if (findings.length === 0) lines.push('No findings.');
-  for (const f of findings) {
-    lines.push(`[${f.severity}] ${f.id}: ${f.summary}`);
-    for (const a of f.advice) lines.push(`  - ${a}`);
-    lines.push(`  evidence: ${JSON.stringify(f.evidence)}`);
-    lines.push('');
+  pushFindings(lines, snapshot.findings);
+  // The other processes served at the same endpoint (lib/multiprocess.js).
+  for (const p of Array.isArray(snapshot.processes) ? snapshot.processes : []) {
+    lines.push(`pid ${p.pid}${p.workerId !== undefined ? ` (worker ${p.workerId})` : ''}, ${new Date(p.time).toISOString()}`);
+    pushFindings(lines, p.findings);
   }
   return `${lines.join('\n').trimEnd()}\n`;
 }
@@ -86,6 +83,17 @@ function ms(seconds) {
 
 function round(x) {
   return Math.round(x * 10) / 10;
+}
+
+function pushFindings(lines, findings = []) {
+  lines.push('');
+  if (findings.length === 0) lines.push('No findings.', '');
+  for (const f of findings) {
+    lines.push(`[${f.severity}] ${f.id}: ${f.summary}`);
+    for (const a of f.advice || []) lines.push(`  - ${a}`);
+    lines.push(`  evidence: ${JSON.stringify(f.evidence)}`);
+    lines.push('');
+  }
 }
 
 module.exports = { formatReport };

@@ -84,7 +84,9 @@ const CATALOG = Object.freeze([
     QUEUE_WAIT_BUCKETS, { onePerSample: true }),
   def('nodejs.uv.threadpool.job.duration', 'histogram', 's', ['nodejs.uv.threadpool.kind', 'nodejs.uv.threadpool.job.type'],
     'Threadpool jobs seen by the tracer while armed, from submission to callback (queue wait plus run), by kind and provider type (PBKDF2REQUEST, ZLIB, FSREQCALLBACK, an addon\'s own name...).',
-    JOB_DURATION_BUCKETS),
+    JOB_DURATION_BUCKETS, {
+      perEvent: { channel: 'threadpoolJobEnd', value: 'seconds', attributes: { 'nodejs.uv.threadpool.kind': 'kind', 'nodejs.uv.threadpool.job.type': 'type' } },
+    }),
   def('nodejs.uv.threadpool.busy', 'gauge', '{thread}', ['nodejs.uv.threadpool.thread.state'],
     'Mean pool threads over the last interval from the kernel\'s per-thread CPU accounting (Linux, Node 22+): computing = on a CPU, runnable = ready but waiting for a CPU.'),
   def('uvscope.tracer.armed', 'gauge', '1', [],
@@ -148,6 +150,8 @@ const SHORT_NAMES = Object.freeze({
   'nodejs.http.client': 'client',
   'nodejs.http.connection.reused': 'reused',
   'v8js.gc.type': 'type',
+  'process.pid': 'pid',
+  'nodejs.cluster.worker.id': 'worker_id',
 });
 
 /**

@@ -26,6 +26,7 @@ const DEFAULTS = Object.freeze({
   reportOnExit: false,
   prometheus: Object.freeze({ host: '127.0.0.1', port: 9464, registry: undefined }),
   snapshot: Object.freeze({ host: '127.0.0.1', port: 9464 }),
+  multiprocess: Object.freeze({ aggregate: true, maxProcesses: 128, ttlMs: undefined }),
   dns: Object.freeze({ maxNames: 100 }),
   tracer: Object.freeze({ mode: 'auto', thresholdMs: 250, windowMs: 10000, cooldownMs: 90000 }),
   datadog: Object.freeze({
@@ -66,6 +67,10 @@ const SETTINGS = Object.freeze([
   // The snapshot's own server, when Prometheus (which serves it otherwise) is off (lib/server.js).
   setting('snapshot.host', 'UVSCOPE_SNAPSHOT_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0'),
   setting('snapshot.port', 'UVSCOPE_SNAPSHOT_PORT', parseInteger(0, 65535), 'an integer port from 0 to 65535'),
+  // Several processes of one app on one endpoint (lib/multiprocess.js).
+  setting('multiprocess.aggregate', 'UVSCOPE_MULTIPROCESS', parseBoolean, `${BOOLEAN} (true: a process that finds the endpoint's port held by another uvscope process sends its figures there)`),
+  setting('multiprocess.maxProcesses', 'UVSCOPE_MULTIPROCESS_MAX_PROCESSES', parseInteger(1, 4096), 'an integer from 1 to 4096'),
+  setting('multiprocess.ttlMs', 'UVSCOPE_MULTIPROCESS_TTL_MS', parseInteger(1000, 86400000), 'an integer number of milliseconds from 1000 to 86400000 (default: 3 sampling intervals of that process)'),
   setting('dns.maxNames', 'UVSCOPE_DNS_MAX_NAMES', parseInteger(1, 100000), 'an integer from 1 to 100000'),
   // --- threadpool tracer (lib/tracer.js) ---
   setting('tracer.mode', 'UVSCOPE_TRACER', parseOneOf(['auto', 'on', 'off']),

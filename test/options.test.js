@@ -71,6 +71,30 @@ describe('options', () => {
     }
   });
 
+  it('multi-process settings: on by default, bounded, and a bad value warns and keeps the default', async () => {
+    const d = resolveOptions({}, {});
+    assert.equal(d.multiprocess.aggregate, true);
+    assert.equal(d.multiprocess.maxProcesses, 128);
+    assert.equal(d.multiprocess.ttlMs, undefined, '3 of each process\'s intervals');
+    const o = resolveOptions({ multiprocess: { maxProcesses: 8 } }, { UVSCOPE_MULTIPROCESS: 'off', UVSCOPE_MULTIPROCESS_TTL_MS: '30000' });
+    assert.deepEqual([o.multiprocess.aggregate, o.multiprocess.maxProcesses, o.multiprocess.ttlMs], [false, 8, 30000]);
+    const warnings = [];
+    const onWarning = (w) => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const bad = resolveOptions({}, { UVSCOPE_MULTIPROCESS: 'maybe', UVSCOPE_MULTIPROCESS_MAX_PROCESSES: '0', UVSCOPE_MULTIPROCESS_TTL_MS: '5' });
+      await new Promise((r) => setImmediate(r));
+      assert.deepEqual([bad.multiprocess.aggregate, bad.multiprocess.maxProcesses, bad.multiprocess.ttlMs], [true, 128, undefined]);
+      const texts = warnings.filter((w) => w.code === 'UVSCOPE_INVALID_OPTION').map((w) => w.message).sort();
+      assert.equal(texts.length, 3);
+      assert.match(texts[0], /^uvscope: UVSCOPE_MULTIPROCESS="maybe" is not valid: expected true\/false.*; using true$/);
+      assert.match(texts[1], /^uvscope: UVSCOPE_MULTIPROCESS_MAX_PROCESSES="0" is not valid: expected an integer from 1 to 4096; using 128$/);
+      assert.match(texts[2], /^uvscope: UVSCOPE_MULTIPROCESS_TTL_MS="5" is not valid: expected an integer number of milliseconds from 1000 to 86400000 \(default: 3 sampling intervals of that process\)$/);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('settings read late come from the environment when asked, parsed by the same table: UV_THREADPOOL_SIZE as libuv reads it', () => {
     assert.equal(readSetting('threadpool.size', {}), 4);
     assert.equal(readSetting('threadpool.size', { UV_THREADPOOL_SIZE: '' }), 1, 'libuv: atoi("") is 0, and 0 becomes 1');

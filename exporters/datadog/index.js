@@ -9,6 +9,7 @@ const { createSeriesFlusher, tag } = require('./series');
 const { CATALOG } = require('../../lib/metrics');
 const { createEventDistributions } = require('./lookups');
 const { createSpanTagger } = require('./spans');
+const { processIdentity } = require('../../lib/multiprocess');
 
 /**
  * The DogStatsD exporter (UVSCOPE_EXPORTERS=datadog): gauges, counts and the queue-wait count/sum
@@ -96,8 +97,12 @@ function early(context) {
   };
 }
 
+// pid (and worker_id in a cluster worker) on everything: DogStatsD keeps the last gauge value per
+// tag set and flush, so without them the processes of one app would overwrite each other's gauges.
 function unifiedTags(o) {
-  const tags = [...o.tags];
+  const { pid, workerId } = processIdentity();
+  const tags = [...o.tags.filter((t) => !/^(pid|worker_id):/.test(t)), tag('pid', String(pid))];
+  if (workerId !== undefined) tags.push(tag('worker_id', workerId));
   for (const key of ['service', 'env', 'version']) {
     if (o[key] === undefined) continue;
     const i = tags.findIndex((t) => t.startsWith(`${key}:`));

@@ -4,6 +4,7 @@ const { createOwnAgent } = require('../../lib/own-io');
 const { otlpStandardSettings, readSetting } = require('../../lib/options');
 const { warnOnce, countError } = require('../../lib/report');
 const { WARNINGS } = require('../../lib/warnings');
+const { processIdentity, PID_ATTRIBUTE, WORKER_ATTRIBUTE } = require('../../lib/multiprocess');
 const { createReader } = require('./reader');
 
 // Each export attempt of uvscope's own exporter is bounded by this (or by the standard timeout
@@ -74,14 +75,18 @@ function createStandaloneProvider({ env, lookup } = {}) {
 }
 
 /**
- * The resource as the SDK builds it by default: telemetry.sdk.*, service.name, then
- * OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME. resources 2.x has functions, 1.x a class.
+ * The resource as the SDK builds it by default: telemetry.sdk.*, service.name, then this
+ * process (process.pid, and nodejs.cluster.worker.id in a cluster worker, so the processes of a
+ * multi-process app stay apart), then OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME.
+ * resources 2.x has functions, 1.x a class.
  */
 function resourceFromEnv(resources) {
+  const { pid, workerId } = processIdentity();
+  const own = workerId === undefined ? { [PID_ATTRIBUTE]: pid } : { [PID_ATTRIBUTE]: pid, [WORKER_ATTRIBUTE]: workerId };
   if (typeof resources.defaultResource === 'function') {
-    return resources.defaultResource().merge(resources.detectResources({ detectors: [resources.envDetector] }));
+    return resources.defaultResource().merge(resources.resourceFromAttributes(own)).merge(resources.detectResources({ detectors: [resources.envDetector] }));
   }
-  return resources.Resource.default().merge(resources.detectResourcesSync({ detectors: [resources.envDetectorSync] }));
+  return resources.Resource.default().merge(new resources.Resource(own)).merge(resources.detectResourcesSync({ detectors: [resources.envDetectorSync] }));
 }
 
 /**

@@ -50,6 +50,8 @@ describe('exporters/datadog: DogStatsD to a receiver the test runs', function ()
     assert.deepEqual(receiver.rejected, []);
     assert.ok(receiver.metrics.length > 100, `${receiver.metrics.length} metrics`);
     for (const m of receiver.metrics) for (const t of UNIFIED) assert.ok(m.tags.includes(t), `${m.name} lacks ${t}: ${m.tags}`);
+    // The process, so that several processes of one app never overwrite each other's gauges.
+    for (const m of receiver.metrics) assert.deepEqual(m.tags.filter((t) => /^(pid|worker_id):/.test(t)), [`pid:${out.pid}`], `${m.name}: ${m.tags}`);
 
     const active = receiver.find('nodejs.uv.requests.active', ['type:GetAddrInfoReqWrap']);
     assert.ok(active.length > 0 && active.every((m) => m.type === 'g'));

@@ -102,7 +102,7 @@ describe('exporters/otlp: standalone, real OTLP exporters, against the test DNS 
             OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=test',
           },
         });
-        const { results, mode } = await app.ready;
+        const { results, mode, pid } = await app.ready;
         assert.equal(mode, 'standalone');
         assert.equal(receiver.requests.length, 0, 'nothing exported before the interval or SIGTERM');
         process.kill(app.child.pid, 'SIGTERM');
@@ -119,6 +119,8 @@ describe('exporters/otlp: standalone, real OTLP exporters, against the test DNS 
         assert.equal(resource['service.name'], 'otlp-standalone-test');
         assert.equal(resource['deployment.environment.name'], 'test');
         assert.equal(resource['telemetry.sdk.language'], 'nodejs');
+        assert.equal(Number(resource['process.pid']), pid, 'the process, so that several processes of one app stay apart');
+        assert.equal(resource['nodejs.cluster.worker.id'], undefined, 'not a cluster worker');
         const names = rows.map((m) => m.name);
         assert.equal(new Set(names).size, names.length, `a name exported twice: ${names}`);
 

@@ -3,7 +3,7 @@
 const assert = require('node:assert/strict');
 const path = require('path');
 const { spawn } = require('child_process');
-const { prometheusName } = require('../../exporters/prometheus');
+const { prometheusName, renderText, createExporter } = require('../../exporters/prometheus');
 const { CATALOG, metric } = require('../../lib/metrics');
 const { ROOT, REGISTER, FIXTURES, cleanEnv, runNode, lastJson, freePort, stopChild, parsePrometheus, sampleValue, scrape } = require('../helpers/child');
 const { requirePrometheus, promtoolCheckMetrics, startPrometheus } = require('../helpers/prometheus');
@@ -16,6 +16,29 @@ describe('exporters/prometheus', function () {
     assert.equal(prometheusName(metric('nodejs.uv.requests.active')), 'nodejs_uv_requests_active');
     assert.equal(prometheusName(metric('uvscope.errors')), 'uvscope_errors_total');
     assert.equal(new Set(CATALOG.map(prometheusName)).size, CATALOG.length, 'names are unique');
+  });
+
+  it('its own server writes the same text as prom-client\'s registry for the same snapshot, hostile label values included', async () => {
+    const { Registry } = require('prom-client');
+    const h = (counts, sum) => ({ bounds: [0.001, 0.5, 4], counts, sum, count: counts.reduce((a, b) => a + b, 0) });
+    const latest = {
+      points: [
+        { name: 'nodejs.uv.requests.active', attributes: { 'nodejs.uv.request.type': 'GetAddrInfoReqWrap' }, value: 3 },
+        { name: 'nodejs.uv.threadpool.size', attributes: {}, value: 4 },
+        { name: 'nodejs.eventloop.delay.p99', attributes: {}, value: 0.0125 },
+        { name: 'dns.lookup.duration', attributes: { 'dns.question.name': 'a"b\\c\nd', 'error.type': '' }, histogram: h([1, 2, 0, 1], 5.5) },
+        { name: 'dns.lookup.duration', attributes: { 'dns.question.name': 'empty', 'error.type': 'ENOTFOUND' }, histogram: h([0, 0, 0, 0], 0) },
+        { name: 'nodejs.eventloop.delay', attributes: {}, histogram: h([7, 0, 0, 0], 0.001) },
+        { name: 'uvscope.errors', attributes: { 'uvscope.component': 'options' }, value: 2 },
+      ],
+    };
+    const registry = new Registry();
+    const exporter = createExporter({ options: { prometheus: { registry } }, latest: () => latest, server: null });
+    try {
+      assert.equal(renderText([{ attributes: {}, snapshot: latest }]), await registry.metrics());
+    } finally {
+      await exporter.close();
+    }
   });
 
   it('serves /metrics that passes promtool check metrics, with empty histograms left out', async function () {
