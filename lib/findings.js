@@ -221,7 +221,7 @@ function compactHosts(dns) {
   for (const h of (dns && dns.hosts) || []) {
     if (!isActive(h)) continue;
     // What the rules read (here and in lib/threadpool-findings.js); add a field here to read it.
-    out.push({ name: h.name, lookups: h.lookups, duplicates: h.duplicates, maxDuplicates: h.duplicates, maxInFlight: h.maxInFlight, timeouts: h.timeouts, maxSeconds: h.maxSeconds });
+    out.push({ name: h.name, lookups: h.lookups, duplicates: h.duplicates, maxDuplicates: h.duplicates, maxInFlight: h.maxInFlight, timeouts: h.timeouts, maxSeconds: h.maxSeconds, seconds: h.seconds });
   }
   return out;
 }
