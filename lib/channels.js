@@ -31,10 +31,11 @@ const subscribed = Object.freeze({
   netClientSocket: 'net.client.socket',
   /** http: `{ request }` when an http.ClientRequest starts (Node 20+). */
   httpClientRequestStart: 'http.client.request.start',
-  /** undici (fetch): `{ request }` with request.origin, when a request is created. */
-  undiciRequestCreate: 'undici:request:create',
-  /** undici (fetch): `{ connectParams, connector, socket }` when a new connection is made. */
-  undiciClientConnected: 'undici:client:connected',
+  /**
+   * undici (fetch and the undici package): `{ request, headers, socket }` when a request is
+   * written to a connection; request.origin names the host.
+   */
+  undiciClientSendHeaders: 'undici:client:sendHeaders',
   /**
    * dd-trace's dns instrumentation: `ctx` with ctx.args = [hostname, options?] and, once its dns
    * plugin bound the store, ctx.currentStore.span (dd-trace-js

@@ -13,17 +13,27 @@ const MAX_HOSTS = 100;
 /**
  * Outgoing connections and requests: how long each TCP connect takes and how much of it is the
  * DNS lookup (socket 'lookup' and 'connect' events of every net client socket), and whether
- * http/https requests and fetch reuse connections (keep-alive), from Node's diagnostics channels:
- * net.client.socket, http.client.request.start, undici:request:create, undici:client:connected.
+ * http/https requests and fetch (undici) reuse connections (keep-alive).
+ *
+ * A request counts as new only when the socket it is sent on has carried no request before, i.e.
+ * was created for it. That is read when the request gets its socket, not when it starts: a request
+ * waiting in an agent's queue for a free socket has none yet (request.reusedSocket is still false
+ * at http.client.request.start), and any agent, custom createConnection or agent: false is judged
+ * the same way. undici publishes the socket with each request it sends
+ * (undici:client:sendHeaders), so fetch and the undici package are judged the same way too.
  * Channels a Node version lacks are simply never published.
  */
 function createConnectionsSampler() {
   const phases = { dns: new Histogram(CONNECT_BUCKETS), tcp: new Histogram(CONNECT_BUCKETS) };
   const requests = new Map(); // `${client}\0${reused}` -> count
   const hosts = new Map(); // host -> { requests, newConnections } for this interval
-  let interval = { connections: 0, requests: 0, newConnections: 0 };
+  // Sockets that have carried a request: a request on one of these reuses a connection.
+  const used = new WeakSet();
+  let interval = newInterval();
 
-  const count = (client, reused, host) => {
+  const count = (client, socket, host) => {
+    const reused = used.has(socket);
+    used.add(socket);
     const key = `${client}\u0000${reused}`;
     requests.set(key, (requests.get(key) || 0) + 1);
     interval.requests++;
@@ -36,6 +46,14 @@ function createConnectionsSampler() {
     }
     h.requests++;
     if (!reused) h.newConnections++;
+  };
+
+  const onSocket = function (socket) {
+    try {
+      if (socket && typeof socket === 'object') count('http', socket, this.host);
+    } catch (err) {
+      reportError('sampler:connections', err);
+    }
   };
 
   const handlers = {
@@ -51,25 +69,20 @@ function createConnectionsSampler() {
         if (!socket.remoteFamily) return; // a pipe, not TCP
         const now = process.hrtime.bigint();
         if (lookedUp !== null) phases.dns.observe(Number(lookedUp - start) / 1e9);
+        const seconds = Number(now - start) / 1e9;
         phases.tcp.observe(Number(now - (lookedUp !== null ? lookedUp : start)) / 1e9);
+        interval.connectSeconds += seconds;
       });
     },
     [CHANNELS.httpClientRequestStart]: ({ request }) => {
-      if (!isOwnRequest(request)) count('http', Boolean(request.reusedSocket), request.host);
+      if (isOwnRequest(request)) return;
+      // The channel fires when the request is finished: usually its socket is assigned by then;
+      // a request queued in its agent gets one later ('socket' is emitted for new and reused).
+      if (request.socket) count('http', request.socket, request.host);
+      else request.once('socket', onSocket);
     },
-    [CHANNELS.undiciRequestCreate]: ({ request }) => {
-      // fetch (undici) announces new connections separately; count its requests as reused here
-      // and correct with each connection below.
-      count('fetch', true, hostOf(request.origin));
-    },
-    [CHANNELS.undiciClientConnected]: ({ connectParams }) => {
-      const host = connectParams && connectParams.hostname;
-      const key = `fetch\u0000true`;
-      if (requests.get(key) > 0) requests.set(key, requests.get(key) - 1);
-      requests.set('fetch\u0000false', (requests.get('fetch\u0000false') || 0) + 1);
-      interval.newConnections++;
-      const h = host && hosts.get(host);
-      if (h) h.newConnections++;
+    [CHANNELS.undiciClientSendHeaders]: ({ request, socket }) => {
+      if (socket && typeof socket === 'object') count('fetch', socket, hostOf(request && request.origin));
     },
   };
   const subscribed = [];
@@ -98,10 +111,13 @@ function createConnectionsSampler() {
       }
       return out;
     },
-    /** Requests and new connections per host in the interval since the last call. */
+    /**
+     * Requests and new connections (in all and per host) and connections made with the seconds
+     * they took to connect (DNS included), in the interval since the last call.
+     */
     details() {
       const out = { ...interval, hosts: [...hosts].map(([host, h]) => ({ host, ...h })) };
-      interval = { connections: 0, requests: 0, newConnections: 0 };
+      interval = newInterval();
       hosts.clear();
       return out;
     },
@@ -109,6 +125,10 @@ function createConnectionsSampler() {
       for (const [name, fn] of subscribed) diagnosticsChannel.unsubscribe(name, fn);
     },
   };
+}
+
+function newInterval() {
+  return { connections: 0, connectSeconds: 0, requests: 0, newConnections: 0 };
 }
 
 function hostOf(origin) {
