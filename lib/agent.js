@@ -39,7 +39,7 @@ class Agent {
     const dns = this.#safely('sampler:dns', () => createDnsSampler({ maxNames: this.options.dns.maxNames, resolver: () => this.resolver }));
     const samplers = [
       this.#safely('sampler:resources', () => createResourcesSampler()),
-      this.#safely('sampler:threadpool', () => createThreadpoolSampler({ lookup: dns ? dns.originalLookup : undefined })),
+      this.#safely('sampler:threadpool', () => createThreadpoolSampler({ lookup: dns ? dns.ownLookup : undefined })),
       this.#safely('sampler:eventloop', () => createEventLoopSampler()),
       dns,
       this.#safely('sampler:connections', () => createConnectionsSampler()),

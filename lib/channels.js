@@ -16,8 +16,10 @@ const published = Object.freeze({
   dnsLookupStart: diagnosticsChannel.channel('uvscope:dns.lookup:start'),
   /**
    * An app dns.lookup called back.
-   * `{ hostname: string, name: string, errorType: string, seconds: number }`: name is the bounded
-   * label (or _other), errorType the error code ('' on success), seconds from call to callback.
+   * `{ hostname: string, name: string, errorType: string, seconds: number,
+   * queueWaitSeconds: number }`: name is the bounded label (or _other), errorType the error code
+   * ('' on success), seconds from call to callback, queueWaitSeconds the part of it spent waiting
+   * for a DNS slot (estimated, see lib/samplers/dns.js).
    */
   dnsLookupEnd: diagnosticsChannel.channel('uvscope:dns.lookup:end'),
 });

@@ -50,6 +50,7 @@ function createExporter(agent) {
   function onLookup(event) {
     try {
       record('dns', event.seconds, { 'dns.question.name': event.name, 'error.type': event.errorType });
+      record('dnsQueueWait', event.queueWaitSeconds, { 'dns.question.name': event.name });
     } catch (err) {
       reportError('exporter:otlp', err);
     }

@@ -9,7 +9,7 @@ const SCOPE_VERSION = require('../../package.json').version;
 // Histograms recorded one observation at a time. Each lookup and each probe is a real value, so
 // the SDK's histogram (explicit buckets, an exponential one, min and max) is true whatever
 // aggregation the app's views choose.
-const RECORDED = Object.freeze({ dns: 'dns.lookup.duration', queueWait: 'nodejs.uv.threadpool.queue_wait' });
+const RECORDED = Object.freeze({ dns: 'dns.lookup.duration', dnsQueueWait: 'nodejs.dns.lookup.queue_wait', queueWait: 'nodejs.uv.threadpool.queue_wait' });
 
 // Every other catalog histogram (nodejs.eventloop.delay, ...) reaches the snapshot pre-bucketed.
 // The metrics API only takes single values, and replaying made-up values into the app's
@@ -34,7 +34,7 @@ function runtimeNodeLoaded() {
  * @param {object} provider an OpenTelemetry MeterProvider (the app's global one or uvscope's own)
  * @param {{ latest: object|null }} agent
  * @param {{ runtimeMetrics: boolean }} options false leaves out what runtime-node exports too
- * @returns {{ record(kind: 'dns'|'queueWait', seconds: number, attributes: object): void, names: string[], close(): void }}
+ * @returns {{ record(kind: 'dns'|'dnsQueueWait'|'queueWait', seconds: number, attributes: object): void, names: string[], close(): void }}
  */
 function createInstruments(provider, agent, { runtimeMetrics }) {
   const meter = provider.getMeter(SCOPE, SCOPE_VERSION);
