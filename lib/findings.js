@@ -9,18 +9,33 @@ const LIMITS = Object.freeze({
   windowMs: 60000,
   dnsWaitS: 0.02, // probe waited this long for a DNS slot: lookups are queueing
   dnsSaturatedIntervals: 2, // ...in at least this many intervals of the window
-  sameNamePerSecond: 10, // one hostname looked up this often: no cache
-  concurrentDuplicates: 5, // lookups of one name started while another was in flight, per interval
+  // dns-no-cache: one name looked up again and again, for long enough, at a cost: a pool warming up
+  // (a burst of lookups, then none) or a cron job's short bursts are not it.
+  noCacheMinLookups: 20, // lookups of one name in the window
+  noCacheIntervals: 3, // ...spread over at least this many sampling intervals (sustained)
+  noCacheSecondsPerSecond: 0.25, // ...that kept callers waiting this long per second of the window
+  noCacheQueueWaitPerSecond: 0.05, // ...or waited this long for DNS slots per second
+  // dns-tail-latency: p99 far above the median, over enough lookups to say so.
+  tailMinLookups: 100,
+  tailRatio: 4, // p99 at least this many times p50
+  tailExcessS: 0.05, // and at least this far above it
   eventLoopBlockedS: 0.1, // one delay this long
   eventLoopP99S: 0.05,
   keepAliveMinRequests: 20, // requests to one host in the window before judging its reuse
   newConnectionShare: 0.9, // at least this share of them opened a new connection
   heapShareOfContainer: 0.9, // a heap limit this close to the container's leaves no room for the rest
+  // Severity from impact.score (seconds lost per second of the window): at least this much is
+  // critical, at least warningScore a warning, less is info.
+  criticalScore: 0.25,
+  warningScore: 0.02,
 });
 
 /**
- * Turns snapshots into findings: { id, severity, summary, evidence, advice }. Keeps a window of
- * per-interval summaries (default 60 s) so a finding reflects a pattern, not one odd sample.
+ * Turns snapshots into findings: { id, severity, summary, evidence, advice, impact }. Keeps a
+ * window of per-interval summaries (default 60 s) so a finding reflects a pattern, not one odd
+ * sample. impact is what the cause cost in the window: { secondsPerSecond?, requests?,
+ * loopBlockedSeconds?, score }, where score is seconds lost per second of the window; severity
+ * follows from the score and findings come sorted by it, costliest first.
  * @param {{ intervalMs: number, limits?: Partial<typeof LIMITS> }} options
  */
 function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} }) {
@@ -41,7 +56,7 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
       previousTime = sample.time;
       window.push(summary);
       if (window.length > size) window.shift();
-      return [
+      const found = [
         threadpoolDnsSaturated(window, lim),
         dnsResolverTimeout(window, sample.details.resolver),
         dnsNoCache(window, lim),
@@ -49,7 +64,9 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
         eventLoopBlocked(window, lim),
         httpNoKeepAlive(window, lim),
         heapLimitAboveContainer(summary, lim),
+        dnsTailLatency(window, lim),
       ].filter(Boolean);
+      return rankByImpact(found, window, lim);
     },
   };
 }
@@ -147,42 +164,58 @@ function dnsResolverTimeout(window, resolver) {
 }
 
 function dnsNoCache(window, lim) {
-  const seconds = window.reduce((a, s) => a + (s.seconds || 0), 0);
-  const rates = aggregate(window, (h) => h.lookups).map((h) => ({ ...h, perSecond: seconds > 0 ? h.value / seconds : 0 }));
-  const dups = aggregate(window, (h) => h.duplicates);
-  const maxDup = new Map();
-  const atOnce = new Map();
+  const seconds = windowSeconds(window);
+  const byName = new Map();
   for (const s of window) {
     for (const h of s.hosts) {
-      maxDup.set(h.name, Math.max(maxDup.get(h.name) || 0, h.duplicates));
-      atOnce.set(h.name, Math.max(atOnce.get(h.name) || 0, h.maxInFlight));
+      if (h.name === '_other') continue;
+      const t = byName.get(h.name) || { name: h.name, lookups: 0, intervals: 0, seconds: 0, queueWaitSeconds: 0, duplicates: 0, maxInFlight: 0 };
+      t.lookups += h.lookups;
+      if (h.lookups > 0) t.intervals++;
+      t.seconds += h.seconds;
+      t.queueWaitSeconds += h.queueWaitSeconds || 0;
+      t.duplicates += h.duplicates;
+      t.maxInFlight = Math.max(t.maxInFlight, h.maxInFlight);
+      byName.set(h.name, t);
     }
   }
-  const hot = rates.filter((h) => h.perSecond >= lim.sameNamePerSecond || (maxDup.get(h.name) || 0) >= lim.concurrentDuplicates);
+  // Sustained repetition that costs: many lookups of one name over several intervals, and either
+  // much time spent in them or much waiting for DNS slots because of them.
+  const hot = [...byName.values()]
+    .filter((h) => h.lookups >= lim.noCacheMinLookups && h.intervals >= lim.noCacheIntervals
+      && (h.seconds / seconds >= lim.noCacheSecondsPerSecond || h.queueWaitSeconds / seconds >= lim.noCacheQueueWaitPerSecond))
+    .sort((a, b) => b.seconds - a.seconds);
   if (hot.length === 0) return null;
   const callers = callersOf(window);
   const worst = hot[0];
   // Lookups that start on a later tick (dgram's first send, say) have no app frame on the stack.
   const who = (callers.get(worst.name) || []).find((c) => c.caller !== '(unknown)');
+  const lookups = hot.reduce((a, h) => a + h.lookups, 0);
+  const lost = hot.reduce((a, h) => a + h.seconds, 0);
   return {
     id: 'dns-no-cache',
-    severity: 'warning',
-    summary: `${worst.name} is looked up ${worst.perSecond.toFixed(1)} times a second${(atOnce.get(worst.name) || 0) > 1 ? `, up to ${atOnce.get(worst.name)} at once` : ''}${who ? `, mostly by ${who.caller}` : ''}: nothing caches or coalesces these lookups.`,
+    summary: `${worst.name} is looked up ${(worst.lookups / seconds).toFixed(1)} times a second in ${worst.intervals} of the last ${window.length} intervals${worst.maxInFlight > 1 ? `, up to ${worst.maxInFlight} at once` : ''}${who ? `, mostly by ${who.caller}` : ''}, and callers waited ${ms(worst.seconds / seconds)} per second for it${worst.queueWaitSeconds > 0.001 ? ` (${ms(worst.queueWaitSeconds / seconds)} of that for a DNS slot)` : ''}: nothing caches or coalesces these lookups.`,
     evidence: {
+      windowSeconds: round(seconds),
       hostnames: hot.slice(0, 10).map((h) => ({
         name: h.name,
-        lookupsPerSecond: round(h.perSecond),
+        lookups: h.lookups,
+        lookupsPerSecond: round(h.lookups / seconds),
+        intervals: h.intervals,
+        lookupSecondsPerSecond: round3(h.seconds / seconds),
+        queueWaitSecondsPerSecond: round3(h.queueWaitSeconds / seconds),
         // lookups started while another lookup of the same name was in flight (one would do)
-        concurrentDuplicates: (dups.find((d) => d.name === h.name) || { value: 0 }).value,
-        maxInFlight: atOnce.get(h.name) || 0,
+        concurrentDuplicates: h.duplicates,
+        maxInFlight: h.maxInFlight,
         callers: (callers.get(h.name) || []).slice(0, 5),
       })),
     },
     advice: [
-      'Cache lookups per hostname for their TTL and let concurrent callers share one lookup (for example cacheable-lookup as the lookup function of your HTTP agents).',
+      'Cache lookups per hostname for their TTL and let concurrent callers share one lookup (for example cacheable-lookup as the lookup function of your HTTP agents, or undici\'s interceptors.dns).',
       'Give StatsD/metrics clients an IP address or a client-side DNS cache: a hostname there means one lookup per packet.',
       'Reuse connections (keep-alive) so connections, not requests, pay for lookups.',
     ],
+    impact: { secondsPerSecond: lost / seconds, requests: lookups, score: lost / seconds },
   };
 }
 
@@ -223,10 +256,12 @@ function httpNoKeepAlive(window, lim) {
   const byHost = new Map();
   let lookups = 0;
   let connections = 0;
+  let connectSeconds = 0;
   for (const s of window) {
     for (const h of s.hosts) lookups += h.lookups;
     if (!s.connections) continue;
     connections += s.connections.connections;
+    connectSeconds += s.connections.connectSeconds || 0;
     for (const h of s.connections.hosts) {
       const t = byHost.get(h.host) || { host: h.host, requests: 0, newConnections: 0 };
       t.requests += h.requests;
@@ -239,18 +274,23 @@ function httpNoKeepAlive(window, lim) {
     .sort((a, b) => b.requests - a.requests);
   if (hot.length === 0) return null;
   const worst = hot[0];
+  const fresh = hot.reduce((a, h) => a + h.newConnections, 0);
+  // What those connections cost to open (lookup and handshake), at the mean connect time.
+  const cost = connections > 0 ? (connectSeconds / connections) * fresh : 0;
+  const seconds = windowSeconds(window);
   return {
     id: 'http-no-keepalive',
-    severity: 'warning',
     summary: `${worst.newConnections} of ${worst.requests} requests to ${worst.host} opened a new connection: keep-alive is off, so each request pays for a DNS lookup and a TCP (and TLS) handshake.`,
     evidence: {
       hosts: hot.slice(0, 10),
       lookupsPerNewConnection: connections > 0 ? round(lookups / connections) : null,
+      meanConnectSeconds: connections > 0 ? connectSeconds / connections : null,
     },
     advice: [
       'Use an agent with keepAlive: true (new http.Agent({ keepAlive: true })), do not send Connection: close, and let the server keep connections open (keepAliveTimeout).',
       'For fetch/undici, reuse one dispatcher (the global one or an Agent/Pool) rather than a new one per request.',
     ],
+    impact: { secondsPerSecond: cost / seconds, requests: fresh, score: cost / seconds },
   };
 }
 
@@ -269,6 +309,125 @@ function heapLimitAboveContainer(last, lim) {
       'Or raise the container memory limit to fit the heap limit plus off-heap memory.',
     ],
   };
+}
+
+function dnsTailLatency(window, lim) {
+  const last = window[window.length - 1];
+  const loopMax = Math.max(0, ...window.map((s) => s.delayMax || 0));
+  const hot = last.hosts
+    .filter((h) => h.recentLookups >= lim.tailMinLookups && h.p50 !== null && h.p99 >= lim.tailRatio * h.p50 && h.p99 - h.p50 >= lim.tailExcessS)
+    .map((h) => {
+      const excess = h.tail.meanSeconds - h.p50;
+      // Where the slowest lookups spent their extra time: waiting for a DNS slot, waiting for the
+      // loop to run their callbacks (a loop delay as long as the excess), or at the resolver.
+      const place = h.tail.queueWaitSeconds >= excess / 2 ? 'dns-slots' : loopMax >= excess / 2 ? 'event-loop' : 'resolver';
+      return { ...h, excess, place };
+    })
+    .sort((a, b) => b.tail.lookups * b.excess - a.tail.lookups * a.excess);
+  if (hot.length === 0) return null;
+  const seconds = windowSeconds(window);
+  const h = hot[0];
+  const where = {
+    resolver: `the resolver: the slowest lookups waited ${ms(h.tail.queueWaitSeconds)} for a DNS slot and the event loop was never blocked longer than ${ms(loopMax)}, so the time went to the answer itself`,
+    'dns-slots': `the DNS slots: the slowest lookups waited ${ms(h.tail.queueWaitSeconds)} of their ${ms(h.tail.meanSeconds)} for one of the threadpool's DNS slots`,
+    'event-loop': `the event loop: the slowest lookups waited ${ms(h.tail.queueWaitSeconds)} for a DNS slot, but the loop was blocked for up to ${ms(loopMax)}, so their answers waited for the loop to run the callbacks`,
+  }[h.place];
+  const advice = {
+    resolver: [
+      `Answer repeated names close by: a node-local caching resolver (NodeLocal DNSCache, dnsmasq, systemd-resolved) or an in-process cache with TTL (cacheable-lookup, undici's interceptors.dns) takes most lookups, and their tail, off the path.`,
+      'Make fewer lookups: keep-alive connections look a name up per connection, not per request.',
+      `Since the resolver itself is the tail and its spikes look random, hedging helps: if no answer came within about the median (${ms(h.p50)}), send a second query and take the first answer (as in "The Tail at Scale"). It only cuts random spikes; it does not help a resolver that is slow all the time.`,
+    ],
+    'dns-slots': [
+      'The tail is the wait for a DNS slot, not the resolver: cache and coalesce lookups (cacheable-lookup, undici\'s interceptors.dns) or raise UV_THREADPOOL_SIZE (see threadpool-dns-saturated).',
+      'Do not hedge: a second query per slow lookup adds to the very queue that makes it slow.',
+    ],
+    'event-loop': [
+      'The tail is the event loop, not DNS: find what blocks it (see eventloop-blocked) and move that work off the loop.',
+      'A faster resolver or hedging would not help: the answers came in time and waited for the loop.',
+    ],
+  }[h.place];
+  const cost = hot.reduce((a, x) => a + x.tail.lookups * x.excess, 0);
+  return {
+    id: 'dns-tail-latency',
+    summary: `Lookups of ${h.name} take ${ms(h.p50)} at the median but ${ms(h.p99)} at p99 (standard deviation ${ms(h.stddev)}, over ${h.recentLookups} lookups); the tail lives in ${where}.`,
+    evidence: {
+      place: h.place,
+      maxEventLoopDelaySeconds: loopMax,
+      hostnames: hot.slice(0, 10).map((x) => ({
+        name: x.name,
+        lookups: x.recentLookups,
+        p50: x.p50,
+        p99: x.p99,
+        stddev: x.stddev,
+        mean: x.mean,
+        place: x.place,
+        tail: x.tail,
+      })),
+    },
+    advice,
+    impact: { secondsPerSecond: cost / seconds, requests: hot.reduce((a, x) => a + x.tail.lookups, 0), score: cost / seconds },
+  };
+}
+
+// What a finding cost, for rules that do not say themselves: from their evidence and the window.
+const IMPACT = {
+  'threadpool-dns-saturated': (f, window, seconds) => {
+    let waited = 0;
+    let requests = 0;
+    for (const s of window) {
+      for (const h of s.hosts) {
+        waited += h.queueWaitSeconds || 0;
+        requests += h.queuedLookups || 0;
+      }
+    }
+    return { secondsPerSecond: waited / seconds, requests, score: waited / seconds };
+  },
+  'dns-resolver-timeout': (f, window, seconds) => {
+    const lost = f.evidence.lookups * (f.evidence.resolvConf ? f.evidence.resolvConf.timeout : 5);
+    return { secondsPerSecond: lost / seconds, requests: f.evidence.lookups, score: lost / seconds };
+  },
+  // The extra queries happen inside getaddrinfo, out of sight: what they cost is not measured.
+  'dns-search-expansion': (f) => ({ requests: f.evidence.hostnames.reduce((a, h) => a + h.lookups, 0), score: 0 }),
+  'eventloop-blocked': (f, window, seconds, lim) => {
+    // One block per interval at least as long as its largest delay: a lower bound.
+    const blocked = window.reduce((a, s) => a + ((s.delayMax || 0) >= lim.eventLoopBlockedS || (s.delayP99 || 0) >= lim.eventLoopP99S ? s.delayMax || 0 : 0), 0);
+    return { loopBlockedSeconds: blocked, score: blocked / seconds };
+  },
+  // A risk, not time lost yet: the process is OOM-killed before the heap limit is reached.
+  'heap-limit-above-container': (f, window, seconds, lim) => ({ score: f.evidence.heapLimitBytes >= f.evidence.containerLimitBytes ? 1 : lim.criticalScore / 2 }),
+};
+
+/**
+ * Give each finding its impact (what it cost in the window) and the severity that follows, and
+ * sort them costliest first. A rule without a measure of its own keeps its severity, scored at
+ * that severity's threshold.
+ */
+function rankByImpact(found, window, lim) {
+  const seconds = windowSeconds(window);
+  const bySeverity = { critical: lim.criticalScore, warning: lim.warningScore, info: 0 };
+  const out = found.map((f) => {
+    let impact = f.impact || (IMPACT[f.id] ? IMPACT[f.id](f, window, seconds, lim) : null);
+    if (!impact) impact = { score: bySeverity[f.severity] || 0 };
+    const severity = impact.score >= lim.criticalScore ? 'critical' : impact.score >= lim.warningScore ? 'warning' : 'info';
+    const { id, ...rest } = f;
+    return { id, ...rest, severity, impact: roundImpact(impact) };
+  });
+  return out.sort((a, b) => b.impact.score - a.impact.score);
+}
+
+function roundImpact(impact) {
+  const out = {};
+  for (const [k, v] of Object.entries(impact)) out[k] = typeof v === 'number' && k !== 'requests' ? Math.round(v * 1e4) / 1e4 : v;
+  return out;
+}
+
+function windowSeconds(window) {
+  return Math.max(0.001, window.reduce((a, s) => a + (s.seconds || 0), 0));
+}
+
+function round3(x) {
+  return Math.round(x * 1000) / 1000;
 }
 
 // Sum a per-host figure over the window, largest first.

@@ -141,6 +141,7 @@ function createDnsSampler(options = {}) {
       w.observe(waited);
       host.interval.seconds += seconds;
       host.interval.queueWaitSeconds += waited;
+      if (waited > 0) host.interval.queuedLookups++;
       host.interval.resolveSeconds += seconds - waited;
       host.recent.add(Date.now(), seconds, waited);
       if (seconds > host.interval.maxSeconds) host.interval.maxSeconds = seconds;
@@ -231,6 +232,7 @@ function createDnsSampler(options = {}) {
           seconds: i.seconds,
           queueWaitSeconds: i.queueWaitSeconds,
           resolveSeconds: i.resolveSeconds,
+          queuedLookups: i.queuedLookups,
           ...host.recent.stats(now - recentMs),
           maxSeconds: i.maxSeconds,
           duplicates: i.duplicates,
@@ -261,7 +263,7 @@ function newHost(name) {
 }
 
 function newInterval(inFlight) {
-  return { lookups: 0, errors: 0, seconds: 0, queueWaitSeconds: 0, resolveSeconds: 0, maxSeconds: 0, duplicates: 0, maxInFlight: inFlight, timeouts: 0 };
+  return { lookups: 0, errors: 0, seconds: 0, queueWaitSeconds: 0, resolveSeconds: 0, queuedLookups: 0, maxSeconds: 0, duplicates: 0, maxInFlight: inFlight, timeouts: 0 };
 }
 
 /**
