@@ -1,8 +1,8 @@
 'use strict';
-// npm start [-- wolt|klarna|ko|zooz]: the incident lab. Each write-up in shared/incidents,
+// npm start [-- wolt|klarna|ko|zooz|numa]: the incident lab. Each write-up in shared/incidents,
 // reproduced for real against a DNS server the lab runs, with uvscope attached, and what uvscope
 // found. Runs on 127.0.0.0/8 only.
-const INCIDENTS = ['wolt', 'klarna', 'ko', 'zooz'];
+const INCIDENTS = ['wolt', 'klarna', 'ko', 'zooz', 'numa'];
 
 async function main() {
   const chosen = process.argv.slice(2);

@@ -13,7 +13,7 @@ const LIMITS = Object.freeze({
   // (a burst of lookups, then none) or a cron job's short bursts are not it.
   noCacheMinLookups: 20, // lookups of one name in the window
   noCacheIntervals: 3, // ...spread over at least this many sampling intervals (sustained)
-  noCacheSecondsPerSecond: 0.25, // ...that kept callers waiting this long per second of the window
+  noCacheSecondsPerSecond: 0.5, // ...that kept callers waiting this long per second of the window
   noCacheQueueWaitPerSecond: 0.05, // ...or waited this long for DNS slots per second
   // dns-tail-latency: p99 far above the median, over enough lookups to say so.
   tailMinLookups: 100,
@@ -26,7 +26,7 @@ const LIMITS = Object.freeze({
   heapShareOfContainer: 0.9, // a heap limit this close to the container's leaves no room for the rest
   // Severity from impact.score (seconds lost per second of the window): at least this much is
   // critical, at least warningScore a warning, less is info.
-  criticalScore: 0.25,
+  criticalScore: 0.5,
   warningScore: 0.02,
 });
 
