@@ -20,7 +20,7 @@ const LIMITS = Object.freeze({
   tailRatio: 4, // p99 at least this many times p50
   tailExcessS: 0.05, // and at least this far above it
   eventLoopBlockedS: 0.1, // one delay this long
-  eventLoopP99S: 0.05,
+  eventLoopP99S: 0.05, // (both beyond the time the main thread waited for a CPU)
   keepAliveMinRequests: 20, // requests to one host in the window before judging its reuse
   newConnectionShare: 0.9, // at least this share of them opened a new connection
   heapShareOfContainer: 0.9, // a heap limit this close to the container's leaves no room for the rest
@@ -92,6 +92,9 @@ function summarize(sample, previous, previousTime) {
     dnsWaitMean: waits.count > 0 ? waits.sum / waits.count : null,
     delayMax: value('nodejs.eventloop.delay.max'),
     delayP99: value('nodejs.eventloop.delay.p99'),
+    // The share of its runnable time the main thread spent on a CPU rather than waiting for one:
+    // on an overloaded host or under a CPU quota the loop is late without the app blocking it.
+    loopCpuShare: cpuShare(sample.details.eventloop),
     hosts: (sample.details.dns && sample.details.dns.hosts) || [],
     connections: sample.details.connections || null,
     heapLimit: value('v8js.memory.heap.limit'),
@@ -237,14 +240,23 @@ function dnsSearchExpansion(window, resolver) {
 }
 
 function eventLoopBlocked(window, lim) {
-  const hot = window.filter((s) => (s.delayMax || 0) >= lim.eventLoopBlockedS || (s.delayP99 || 0) >= lim.eventLoopP99S);
+  const late = window.filter((s) => (s.delayMax || 0) >= lim.eventLoopBlockedS || (s.delayP99 || 0) >= lim.eventLoopP99S);
+  const hot = late.filter((s) => blockedInInterval(s, lim) > 0);
   if (hot.length === 0) return null;
   const max = Math.max(...hot.map((s) => s.delayMax || 0));
   return {
     id: 'eventloop-blocked',
     severity: max >= 1 ? 'critical' : 'warning',
     summary: `The event loop was blocked for up to ${ms(max)} in ${hot.length} of the last ${window.length} intervals: every request, timer and callback waited that long.`,
-    evidence: { intervals: hot.length, windowIntervals: window.length, maxDelaySeconds: max, maxP99Seconds: Math.max(...hot.map((s) => s.delayP99 || 0)) },
+    evidence: {
+      intervals: hot.length,
+      windowIntervals: window.length,
+      maxDelaySeconds: max,
+      maxP99Seconds: Math.max(...hot.map((s) => s.delayP99 || 0)),
+      // ruled out: as late, but mostly while the main thread waited for a CPU
+      intervalsWaitingForCpu: late.length - hot.length,
+      minCpuShare: hot.some((s) => typeof s.loopCpuShare === 'number') ? round3(Math.min(...hot.filter((s) => typeof s.loopCpuShare === 'number').map((s) => s.loopCpuShare))) : null,
+    },
     advice: [
       'Move CPU-heavy work (JSON of large bodies, crypto, compression, templating) to worker_threads or another service, or split it into chunks that yield (setImmediate).',
       'Look for synchronous I/O (fs.*Sync, child_process.*Sync) on request paths.',
@@ -391,7 +403,7 @@ const IMPACT = {
   'dns-search-expansion': (f) => ({ requests: f.evidence.hostnames.reduce((a, h) => a + h.lookups, 0), score: 0 }),
   'eventloop-blocked': (f, window, seconds, lim) => {
     // One block per interval at least as long as its largest delay: a lower bound.
-    const blocked = window.reduce((a, s) => a + ((s.delayMax || 0) >= lim.eventLoopBlockedS || (s.delayP99 || 0) >= lim.eventLoopP99S ? s.delayMax || 0 : 0), 0);
+    const blocked = window.reduce((a, s) => a + blockedInInterval(s, lim), 0);
     return { loopBlockedSeconds: blocked, score: blocked / seconds };
   },
   // A risk, not time lost yet: the process is OOM-killed before the heap limit is reached.
@@ -420,6 +432,21 @@ function roundImpact(impact) {
   const out = {};
   for (const [k, v] of Object.entries(impact)) out[k] = typeof v === 'number' && k !== 'requests' ? Math.round(v * 1e4) / 1e4 : v;
   return out;
+}
+
+// The longest block of an interval, counting only the share of it the main thread spent on a
+// CPU (the rest it waited for one); 0 below the limits.
+function blockedInInterval(s, lim) {
+  const share = s.loopCpuShare === null || s.loopCpuShare === undefined ? 1 : s.loopCpuShare;
+  const max = (s.delayMax || 0) * share;
+  const p99 = (s.delayP99 || 0) * share;
+  return max >= lim.eventLoopBlockedS || p99 >= lim.eventLoopP99S ? max : 0;
+}
+
+function cpuShare(eventloop) {
+  if (!eventloop || typeof eventloop.mainThreadCpuSeconds !== 'number' || typeof eventloop.mainThreadWaitSeconds !== 'number') return null;
+  const runnable = eventloop.mainThreadCpuSeconds + eventloop.mainThreadWaitSeconds;
+  return runnable > 0 ? eventloop.mainThreadCpuSeconds / runnable : null;
 }
 
 function windowSeconds(window) {

@@ -5,6 +5,9 @@ const { Histogram } = require('../histogram');
 const { EVENTLOOP_BUCKETS } = require('../metrics');
 
 const RESOLUTION_MS = 10;
+// Linux: nanoseconds the calling thread ran on a CPU and waited on a run queue for one
+// (Documentation/scheduler/sched-stats.rst). Read synchronously: a small procfs file, no disk.
+const THREAD_SCHEDSTAT = '/proc/thread-self/schedstat';
 const RESOLUTION_NS = RESOLUTION_MS * 1e6;
 
 /**
@@ -26,6 +29,7 @@ function createEventLoopSampler(options = {}) {
   monitor.enable();
   const histogram = new Histogram(EVENTLOOP_BUCKETS);
   let lastElu = performance.eventLoopUtilization();
+  let lastSched = mainThreadSchedstat();
 
   return {
     name: 'eventloop',
@@ -54,10 +58,37 @@ function createEventLoopSampler(options = {}) {
       }
       return out;
     },
+    /**
+     * Seconds the main thread ran on a CPU and waited for one since the last call (null where
+     * the platform does not tell): a loop late because its thread waited for a CPU (an
+     * overloaded host, a CPU quota) is not an app blocking its loop.
+     */
+    details() {
+      const now = mainThreadSchedstat();
+      const known = now !== null && lastSched !== null;
+      const out = {
+        mainThreadCpuSeconds: known ? (now[0] - lastSched[0]) / 1e9 : null,
+        mainThreadWaitSeconds: known ? (now[1] - lastSched[1]) / 1e9 : null,
+      };
+      lastSched = now;
+      return out;
+    },
     close() {
       monitor.disable();
     },
   };
+}
+
+/** [ns on a CPU, ns waiting for one] of the calling (main) thread, or null off Linux. */
+function mainThreadSchedstat() {
+  if (process.platform !== 'linux') return null;
+  try {
+    const f = require('fs').readFileSync(THREAD_SCHEDSTAT, 'latin1').split(' ');
+    const out = [Number(f[0]), Number(f[1])];
+    return Number.isFinite(out[0]) && Number.isFinite(out[1]) ? out : null;
+  } catch {
+    return null;
+  }
 }
 
 /**
