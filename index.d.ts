@@ -26,7 +26,8 @@ export interface Options {
     maxNames?: number;
   };
   /** Print the findings on stderr when the process exits (UVSCOPE_REPORT_ON_EXIT). */
-  reportOnExit?: boolean;
+  /** true: the text report on stderr at exit; a path ending in .html: the page with the data embedded. */
+  reportOnExit?: boolean | string;
   datadog?: DatadogOptions;
   otlp?: {
     /** UVSCOPE_OTLP_MODE, default 'auto'. */

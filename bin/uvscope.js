@@ -6,19 +6,23 @@
 
 const { spawn } = require('child_process');
 const path = require('path');
+const { envName, readSetting, childEnvironment } = require('../lib/options');
 
 const USAGE = `usage: uvscope [--port N] [--host H] [--exporters LIST] [--interval-ms N] -- <command> [args...]
-       uvscope report [--url URL]
+       uvscope report [--url URL] [--html FILE]
   The first form runs <command> with uvscope preloaded (NODE_OPTIONS="--require uvscope/register").
   Metrics: http://<host>:<port>/metrics (default 127.0.0.1:9464).
-  report prints the findings of a running agent, read from URL
-  (default http://127.0.0.1:$UVSCOPE_PROMETHEUS_PORT/snapshot.json, port 9464).`;
+  report prints the findings of a running agent, read from URL: its base URL or its
+  /snapshot.json (default http://127.0.0.1:$UVSCOPE_PROMETHEUS_PORT, port 9464); with --html FILE
+  it writes the agent's page with the data embedded, one static file to attach to a ticket.
+  The live page is at http://<host>:<port>/.`;
 
+// Each flag sets a setting's environment variable (lib/options.js) for the command it runs.
 const FLAGS = Object.freeze({
-  '--port': 'UVSCOPE_PROMETHEUS_PORT',
-  '--host': 'UVSCOPE_PROMETHEUS_HOST',
-  '--exporters': 'UVSCOPE_EXPORTERS',
-  '--interval-ms': 'UVSCOPE_INTERVAL_MS',
+  '--port': envName('prometheus.port'),
+  '--host': envName('prometheus.host'),
+  '--exporters': envName('exporters'),
+  '--interval-ms': envName('intervalMs'),
 });
 
 /**
@@ -60,26 +64,56 @@ function nodeOptionsWithPreload(existing) {
 }
 
 /**
- * uvscope report: fetch a running agent's /snapshot.json and print it for people.
+ * The snapshot URL for what a user typed: the agent's base URL (http://127.0.0.1:9464), its page
+ * (.../) or the snapshot itself (.../snapshot.json).
+ * @param {string} given
+ */
+function snapshotUrl(given) {
+  const url = new URL(given);
+  if (!url.pathname.endsWith('/snapshot.json')) url.pathname = `${url.pathname.replace(/\/+$/, '')}/snapshot.json`;
+  return url.href;
+}
+
+/**
+ * uvscope report: fetch a running agent's /snapshot.json and print it for people, or with
+ * --html FILE write the page with the snapshot and the last minutes' history embedded.
  * @param {string[]} argv arguments after `report`
  */
 async function report(argv) {
-  let url = `http://127.0.0.1:${process.env.UVSCOPE_PROMETHEUS_PORT || 9464}/snapshot.json`;
+  let url = `http://127.0.0.1:${readSetting('prometheus.port')}`;
+  let html = null;
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--url' && argv[i + 1]) url = argv[++i];
     else if (argv[i].startsWith('--url=')) url = argv[i].slice(6);
+    else if (argv[i] === '--html' && argv[i + 1]) html = argv[++i];
+    else if (argv[i].startsWith('--html=')) html = argv[i].slice(7);
     else {
       process.stderr.write(`uvscope report: unknown argument ${argv[i]}\n${USAGE}\n`);
       return 2;
     }
   }
+  let target = url;
   try {
-    const res = await fetch(url);
+    target = snapshotUrl(url);
+    const res = await fetch(target);
     if (!res.ok) throw new Error(`HTTP ${res.status}`);
-    process.stdout.write(require('../lib/format-report').formatReport(await res.json()));
+    const snapshot = await res.json();
+    if (html === null) {
+      process.stdout.write(require('../lib/format-report').formatReport(snapshot));
+      return 0;
+    }
+    let history = [];
+    try {
+      const h = await fetch(new URL('history.json', target));
+      if (h.ok) history = await h.json();
+    } catch {
+      // an agent without the page's history: the report shows the snapshot alone
+    }
+    require('fs').writeFileSync(html, require('../lib/page').staticReport({ snapshot, history }));
+    process.stdout.write(`uvscope report: wrote ${html}\n`);
     return 0;
   } catch (err) {
-    process.stderr.write(`uvscope report: cannot read ${url}: ${err.cause ? err.cause.message : err.message}\n`);
+    process.stderr.write(`uvscope report: cannot read ${target}: ${err.cause ? err.cause.message : err.message}\n`);
     return 1;
   }
 }
@@ -96,10 +130,9 @@ function main() {
     process.exitCode = help ? 0 : 2;
     return;
   }
-  const child = spawn(command[0], command.slice(1), {
-    stdio: 'inherit',
-    env: { ...process.env, ...env, NODE_OPTIONS: nodeOptionsWithPreload(process.env.NODE_OPTIONS) },
-  });
+  const childEnv = childEnvironment(env);
+  childEnv.NODE_OPTIONS = nodeOptionsWithPreload(childEnv.NODE_OPTIONS);
+  const child = spawn(command[0], command.slice(1), { stdio: 'inherit', env: childEnv });
   const forward = (signal) => () => {
     if (child.pid) process.kill(child.pid, signal);
   };
@@ -120,4 +153,4 @@ function main() {
 
 if (require.main === module) main();
 
-module.exports = { parseArgs, nodeOptionsWithPreload };
+module.exports = { parseArgs, nodeOptionsWithPreload, snapshotUrl };

@@ -10,6 +10,7 @@ const { reportError, errorCountsSnapshot } = require('./report');
 const { readResolverConfig } = require('./resolver');
 const { createFindingsEngine } = require('./findings');
 const { formatReport } = require('./format-report');
+const { createHistory } = require('./page');
 
 // resolv.conf and /etc/hosts are re-read this often (tiny files, read synchronously).
 const RESOLVER_REFRESH_MS = 60000;
@@ -30,6 +31,7 @@ class Agent {
     this.closed = false;
     this.resolver = null;
     this.resolverReadAt = 0;
+    this.history = createHistory();
     this.findings = createFindingsEngine({ intervalMs: options.intervalMs, startTime: Date.now() });
   }
 
@@ -53,7 +55,12 @@ class Agent {
     this.timer = setInterval(() => this.sampleNow(), this.options.intervalMs);
     this.timer.unref();
     if (this.options.reportOnExit) {
-      this.onExit = () => this.#safely('report', () => process.stderr.write(formatReport(this.sampleNow())));
+      const target = this.options.reportOnExit;
+      this.onExit = () => this.#safely('report', () => {
+        const snapshot = this.sampleNow();
+        if (target === true) process.stderr.write(formatReport(snapshot));
+        else require('fs').writeFileSync(target, require('./page').staticReport({ snapshot: { pid: process.pid, ...snapshot }, history: this.history.list() }));
+      });
       process.on('exit', this.onExit);
     }
     return this;
@@ -106,6 +113,7 @@ class Agent {
     }
     const snapshot = deepFreeze({ time, intervalMs: this.options.intervalMs, points, details, findings });
     this.latest = snapshot;
+    this.#safely('page', () => this.history.add(snapshot));
     for (const exporter of this.exporters) {
       if (typeof exporter.export !== 'function') continue;
       try {

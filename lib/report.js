@@ -3,17 +3,20 @@
 // The agent's own troubles: a warning once per (code, key) and a count per component.
 // Nothing here may throw: it runs inside someone else's process.
 
+const { WARNINGS } = require('./warnings');
+
 const warned = new Set();
 const errorCounts = new Map();
 
 /**
  * Emit a process warning once for a given code and key.
- * @param {string} code e.g. 'UVSCOPE_INVALID_OPTION'
+ * @param {import('./warnings').Warning|string} warning an entry of lib/warnings.js, e.g. WARNINGS.INVALID_OPTION
  * @param {string} message
  * @param {string} [key] distinguishes warnings that share a code (e.g. the variable name)
  * @returns {boolean} true if the warning was emitted now
  */
-function warnOnce(code, message, key = '') {
+function warnOnce(warning, message, key = '') {
+  const code = typeof warning === 'string' ? warning : warning.code;
   const id = `${code}\u0000${key}`;
   if (warned.has(id)) return false;
   warned.add(id);
@@ -41,7 +44,7 @@ function countError(component) {
 function reportError(component, err) {
   countError(component);
   const detail = err && err.stack ? err.stack : String(err);
-  warnOnce('UVSCOPE_INTERNAL_ERROR', `uvscope: ${component} failed (reported once, counted in uvscope_errors_total): ${detail}`, component);
+  warnOnce(WARNINGS.INTERNAL_ERROR, `uvscope: ${component} failed (reported once, counted in uvscope_errors_total): ${detail}`, component);
 }
 
 /** @returns {Map<string, number>} a copy of the error counts by component */

@@ -1,6 +1,7 @@
 'use strict';
 
 const fs = require('fs');
+const { readSetting } = require('./options');
 
 // glibc's defaults (resolv/res_init.c, resolv.conf(5)): RES_TIMEOUT 5 s, RES_DFLRETRY 2,
 // ndots 1; caps: timeout 30, attempts 5, ndots 15.
@@ -57,7 +58,7 @@ function parseHosts(text) {
  * Read the resolver configuration of this process (files are tiny; read synchronously, rarely).
  * @param {{ resolvConfPath?: string, hostsPath?: string, env?: NodeJS.ProcessEnv }} [paths]
  */
-function readResolverConfig({ resolvConfPath = '/etc/resolv.conf', hostsPath = '/etc/hosts', env = process.env } = {}) {
+function readResolverConfig({ resolvConfPath = '/etc/resolv.conf', hostsPath = '/etc/hosts', env = resolverEnvironment() } = {}) {
   const read = (p) => {
     try {
       return fs.readFileSync(p, 'utf8');
@@ -73,6 +74,11 @@ function readResolverConfig({ resolvConfPath = '/etc/resolv.conf', hostsPath = '
     ...parseResolvConf(resolv || '', env),
     hosts: parseHosts(hosts || ''),
   };
+}
+
+// glibc reads these when the resolver initialises; the app may set them in its own code.
+function resolverEnvironment() {
+  return { LOCALDOMAIN: readSetting('resolver.localDomain'), RES_OPTIONS: readSetting('resolver.options') };
 }
 
 /**

@@ -1,7 +1,37 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const { resolveOptions, DEFAULTS } = require('../lib/options');
+const fs = require('fs');
+const path = require('path');
+const { resolveOptions, readSetting, envName, childEnvironment, DEFAULTS, SETTINGS } = require('../lib/options');
+
+const ROOT = path.join(__dirname, '..');
+
+/** Run fn and collect the process warnings it emits (uvscope warns once per code and key). */
+function warnings(fn) {
+  const seen = [];
+  const original = process.emitWarning;
+  process.emitWarning = (message, opts) => seen.push({ message: String(message), code: opts && opts.code });
+  try {
+    return { result: fn(), seen };
+  } finally {
+    process.emitWarning = original;
+  }
+}
+
+/** The agent's own .js files (what ships), relative to the repository. */
+function shippedFiles() {
+  const out = ['register.js'];
+  const walk = (dir) => {
+    for (const e of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
+      const rel = path.join(dir, e.name);
+      if (e.isDirectory()) walk(rel);
+      else if (e.name.endsWith('.js')) out.push(rel);
+    }
+  };
+  for (const dir of ['lib', 'exporters', 'bin']) walk(dir);
+  return out;
+}
 
 describe('options', () => {
   it('defaults, then the environment, then start(options), which wins', () => {
@@ -39,5 +69,57 @@ describe('options', () => {
     } finally {
       process.off('warning', onWarning);
     }
+  });
+
+  it('settings read late come from the environment when asked, parsed by the same table: UV_THREADPOOL_SIZE as libuv reads it', () => {
+    assert.equal(readSetting('threadpool.size', {}), 4);
+    assert.equal(readSetting('threadpool.size', { UV_THREADPOOL_SIZE: '' }), 1, 'libuv: atoi("") is 0, and 0 becomes 1');
+    assert.equal(readSetting('threadpool.size', { UV_THREADPOOL_SIZE: '64' }), 64);
+    assert.equal(readSetting('threadpool.size', { UV_THREADPOOL_SIZE: '5000' }), 1024);
+    assert.equal(readSetting('resolver.localDomain', { LOCALDOMAIN: 'svc.test' }), 'svc.test');
+    assert.equal(readSetting('resolver.options', {}), undefined);
+    const o = resolveOptions({ threadpool: { size: 8 } }, { UV_THREADPOOL_SIZE: '8' });
+    assert.equal(o.threadpool, undefined, 'late settings are not options of start()');
+    assert.throws(() => readSetting('no.such.setting', {}), /no setting no\.such\.setting/);
+  });
+
+  it('DD_RUNTIME_METRICS_ENABLED is one more boolean: a bad value warns once, naming it, and counts as false', () => {
+    assert.equal(readSetting('datadog.runtimeMetrics', {}), false);
+    assert.equal(readSetting('datadog.runtimeMetrics', { DD_RUNTIME_METRICS_ENABLED: 'On' }), true);
+    const { result, seen } = warnings(() => readSetting('datadog.runtimeMetrics', { DD_RUNTIME_METRICS_ENABLED: 'maybe' }));
+    assert.equal(result, false);
+    assert.deepEqual(seen, [{
+      code: 'UVSCOPE_INVALID_OPTION',
+      message: 'uvscope: DD_RUNTIME_METRICS_ENABLED="maybe" is not valid: expected true/false, 1/0, yes/no, on/off; using false',
+    }]);
+  });
+
+  it('every boolean setting accepts the same words', () => {
+    const booleans = ['disabled', 'reportOnExit', 'datadog.traceTags'];
+    for (const p of booleans) {
+      const row = SETTINGS.find((s) => s.path === p);
+      for (const [word, want] of [['on', true], ['No', false], ['1', true], ['false', false]]) assert.equal(row.parse(word), want, `${p}=${word}`);
+    }
+    assert.equal(resolveOptions({}, { UVSCOPE_DATADOG_EVENT_LOOP: 'off' }).datadog.eventLoop, false);
+    assert.equal(resolveOptions({}, { UVSCOPE_OTLP_RUNTIME_METRICS: 'yes' }).otlp.runtimeMetrics, 'on');
+  });
+
+  it('the CLI gets variable names and its child environment from here', () => {
+    assert.equal(envName('prometheus.port'), 'UVSCOPE_PROMETHEUS_PORT');
+    assert.equal(envName('datadog.host'), 'DD_DOGSTATSD_HOST');
+    assert.deepEqual(childEnvironment({ B: '2' }, { A: '1', B: '1' }), { A: '1', B: '2' });
+  });
+
+  it('nothing but lib/options.js reads process.env', () => {
+    const readers = shippedFiles().filter((f) => f !== path.join('lib', 'options.js'))
+      .filter((f) => /process\.env\b/.test(fs.readFileSync(path.join(ROOT, f), 'utf8').replace(/^\s*(\/\/|\*).*$/gm, '')));
+    assert.deepEqual(readers, []);
+  });
+
+  it('every variable in the table is documented in README.md or docs/', () => {
+    const docs = ['README.md', ...fs.readdirSync(path.join(ROOT, 'docs')).map((f) => path.join('docs', f))]
+      .map((f) => fs.readFileSync(path.join(ROOT, f), 'utf8')).join('\n');
+    const missing = SETTINGS.flatMap((s) => s.env).filter((name) => !docs.includes(name));
+    assert.deepEqual(missing, []);
   });
 });

@@ -12,6 +12,18 @@ const { findPoint } = require('../../lib/snapshot');
 
 const REGISTER = path.join(__dirname, '..', '..', 'register.js');
 const DNS_ADDRESS = '127.0.0.2';
+// npm start -- --keep: the incident's app keeps running after its run, to look at its page.
+let keep = false;
+let announce = () => {}; // the lab prints where each page is; tests stay quiet
+
+/**
+ * Lab settings from the command line.
+ * @param {{ keep?: boolean, announce?: (line: string) => void }} options
+ */
+function configureLab(options) {
+  if (options.keep !== undefined) keep = options.keep;
+  if (options.announce) announce = options.announce;
+}
 
 /** Whether the lab can run its own DNS server and namespace here, and if not, why. */
 function labSupport() {
@@ -53,13 +65,20 @@ async function startApp({ app, env = {}, conf = {}, namespace = true }) {
     child.once('exit', (code) => reject(new Error(`${app} exited (${code}) before it was ready`)));
   });
   const get = async (p) => (await fetch(`http://127.0.0.1:${metricsPort}${p}`)).json();
+  const page = `http://127.0.0.1:${metricsPort}/`;
+  announce(`    live page of ${app}: ${page} (while it runs)`);
   return {
     pid: child.pid,
     ready,
     metricsPort,
     snapshot: () => get('/snapshot.json'),
+    page,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
+      if (keep) {
+        announce(`    ${app} keeps running: open ${page}; Ctrl-C ends it.`);
+        await new Promise((resolve) => process.once('SIGINT', resolve));
+      }
       const exited = new Promise((r) => child.once('exit', r));
       process.kill(child.pid, 'SIGKILL');
       await exited;
@@ -112,4 +131,4 @@ function printFindings(print, snapshot) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-module.exports = { labSupport, startDns, startApp, load, startUpstream, value, printFindings, sleep, REGISTER };
+module.exports = { configureLab, labSupport, startDns, startApp, load, startUpstream, value, printFindings, sleep, REGISTER };

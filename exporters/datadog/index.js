@@ -2,7 +2,8 @@
 
 const dnsModule = require('dns');
 const { warnOnce, countError } = require('../../lib/report');
-const { threadpoolSize } = require('../../lib/libuv');
+const { WARNINGS } = require('../../lib/warnings');
+const { readSetting } = require('../../lib/options');
 const { findPoint } = require('../../lib/snapshot');
 const { dnsLookupStart: startChannel, dnsLookupEnd: endChannel } = require('../../lib/channels').published;
 const { createSink } = require('./transport');
@@ -77,7 +78,7 @@ function unifiedTags(o) {
 // runtime.node.heap.*, runtime.node.gc.*).
 function sendEventLoop(setting) {
   if (setting !== 'auto') return setting;
-  return !/^(1|true|yes|on)$/i.test(String(process.env.DD_RUNTIME_METRICS_ENABLED || '').trim());
+  return !readSetting('datadog.runtimeMetrics');
 }
 
 function poolSize(agent) {
@@ -86,17 +87,17 @@ function poolSize(agent) {
     const p = findPoint(latest.points, 'nodejs.uv.threadpool.size');
     if (p) return p.value;
   }
-  return threadpoolSize(process.env.UV_THREADPOOL_SIZE);
+  return readSetting('threadpool.size');
 }
 
 function onError(what, err) {
   countError('exporter:datadog');
   if (what === 'uds-unavailable') {
-    warnOnce('UVSCOPE_DATADOG_UDS_UNAVAILABLE', 'uvscope: DD_DOGSTATSD_URL names a Unix socket, but the native unix-dgram module ' +
+    warnOnce(WARNINGS.DATADOG_UDS_UNAVAILABLE, 'uvscope: DD_DOGSTATSD_URL names a Unix socket, but the native unix-dgram module ' +
       `(hot-shots' optional dependency) is not built for this Node.js (${err && err.message ? err.message.split('\n')[0] : err}). ` +
       'Build it with `npm install-scripts approve unix-dgram && npm rebuild unix-dgram`, or use udp://. No metrics are sent to Datadog.');
   } else if (what === 'resolve') {
-    warnOnce('UVSCOPE_DATADOG_AGENT_UNRESOLVED', `uvscope: cannot resolve the Datadog Agent's host (${err && (err.code || err.message)}); ` +
+    warnOnce(WARNINGS.DATADOG_AGENT_UNRESOLVED, `uvscope: cannot resolve the Datadog Agent's host (${err && (err.code || err.message)}); ` +
       'the last good address is kept, and until there is one metrics are dropped. Check DD_AGENT_HOST / DD_DOGSTATSD_HOST / DD_DOGSTATSD_URL.');
   }
   // Send errors are dropped datagrams: counted, never a warning per packet.

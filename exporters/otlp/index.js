@@ -4,6 +4,7 @@ const { dnsLookupEnd: endChannel } = require('../../lib/channels').published;
 const { globalMeterProvider } = require('./global');
 const { createInstruments, runtimeNodeLoaded } = require('./instruments');
 const { warnOnce, countError, reportError } = require('../../lib/report');
+const { WARNINGS } = require('../../lib/warnings');
 
 // Observations made before uvscope has a provider to record them on (the app's SDK may start
 // after uvscope): kept, up to this many, and recorded once a provider is there.
@@ -41,7 +42,7 @@ function createExporter(agent) {
       pending.push([kind, seconds, attributes]);
     } else {
       countError('exporter:otlp');
-      warnOnce('UVSCOPE_OTLP_PENDING_FULL', `uvscope: ${MAX_PENDING} observations are waiting for an OpenTelemetry MeterProvider (UVSCOPE_OTLP_MODE=${mode}); later ones are dropped until one is registered`);
+      warnOnce(WARNINGS.OTLP_PENDING_FULL, `uvscope: ${MAX_PENDING} observations are waiting for an OpenTelemetry MeterProvider (UVSCOPE_OTLP_MODE=${mode}); later ones are dropped until one is registered`);
     }
   }
 
@@ -99,7 +100,7 @@ function createExporter(agent) {
         pending = null;
       }
     } else if (mode === 'companion' && Date.now() - createdAt > WARN_WAITING_MS) {
-      warnOnce('UVSCOPE_OTLP_NO_PROVIDER', 'uvscope: UVSCOPE_OTLP_MODE=companion and no global OpenTelemetry MeterProvider is registered yet; uvscope\'s metrics are kept for it (up to a limit) and recorded once the app\'s SDK starts');
+      warnOnce(WARNINGS.OTLP_NO_PROVIDER, 'uvscope: UVSCOPE_OTLP_MODE=companion and no global OpenTelemetry MeterProvider is registered yet; uvscope\'s metrics are kept for it (up to a limit) and recorded once the app\'s SDK starts');
     }
   }
 

@@ -3,6 +3,7 @@
 const http = require('http');
 const { CATALOG, shortName } = require('../../lib/metrics');
 const { warnOnce, countError, reportError } = require('../../lib/report');
+const { WARNINGS } = require('../../lib/warnings');
 
 const UNIT_SUFFIX = Object.freeze({ s: 'seconds', By: 'bytes' });
 
@@ -86,7 +87,7 @@ function createExporter(agent) {
       registered.push(m);
     } catch (err) {
       countError('exporter:prometheus');
-      warnOnce('UVSCOPE_METRIC_CONFLICT', `uvscope: the registry already has a metric named ${m.name}; uvscope's is left out (${err.message})`, m.name);
+      warnOnce(WARNINGS.METRIC_CONFLICT, `uvscope: the registry already has a metric named ${m.name}; uvscope's is left out (${err.message})`, m.name);
     }
   }
 
@@ -129,8 +130,20 @@ function createServer(registry, agent) {
       res.writeHead(200, { 'Content-Type': 'application/json' }).end(req.method === 'HEAD' ? undefined : body);
       return;
     }
+    if (path === '/' || path === '/history.json') {
+      // The page (lib/page) and the compact history its charts start from.
+      const page = require('../../lib/page');
+      const html = path === '/';
+      const body = html ? page.pageHtml() : JSON.stringify(agent.history ? agent.history.list() : []);
+      res.writeHead(200, {
+        'Content-Type': html ? 'text/html; charset=utf-8' : 'application/json',
+        'Cache-Control': 'no-store',
+        'X-Content-Type-Options': 'nosniff',
+      }).end(req.method === 'HEAD' ? undefined : body);
+      return;
+    }
     if (path !== '/metrics') {
-      res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('uvscope: metrics are at /metrics, findings at /snapshot.json\n');
+      res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('uvscope: metrics are at /metrics, findings at /snapshot.json, the page at /\n');
       return;
     }
     registry.metrics().then(
@@ -153,7 +166,7 @@ function listen(server, host, port) {
       const hint = err.code === 'EADDRINUSE'
         ? `the port is in use; set UVSCOPE_PROMETHEUS_PORT to a free port (0 picks one)`
         : 'check UVSCOPE_PROMETHEUS_HOST and UVSCOPE_PROMETHEUS_PORT';
-      warnOnce('UVSCOPE_LISTEN_FAILED', `uvscope: cannot serve Prometheus metrics on ${host}:${port} (${err.code || err.message}): ${hint}. The app goes on without this endpoint.`);
+      warnOnce(WARNINGS.LISTEN_FAILED, `uvscope: cannot serve Prometheus metrics on ${host}:${port} (${err.code || err.message}): ${hint}. The app goes on without this endpoint.`);
       resolve(null);
     });
     server.listen(port, host, () => {

@@ -1,6 +1,7 @@
 'use strict';
 
-const { threadpoolSize, dnsSlots: slotsFor } = require('../libuv');
+const { dnsSlots: slotsFor } = require('../libuv');
+const { readSetting } = require('../options');
 const { Histogram } = require('../histogram');
 const { QUEUE_WAIT_BUCKETS } = require('../metrics');
 const { reportError } = require('../report');
@@ -21,14 +22,13 @@ const FS_TYPES = Object.freeze(['FSReqCallback', 'FSReqPromise']);
  * size before the app does.
  *
  * @param {object} [options]
- * @param {NodeJS.ProcessEnv} [options.env]
+ * @param {NodeJS.ProcessEnv} [options.env] where UV_THREADPOOL_SIZE is read (process.env by default)
  * @param {Function} [options.lookup] dns.lookup as it was before uvscope wrapped it, so probe
  *   lookups are not counted as the app's
  * @param {string} [options.probeHostname] a name getaddrinfo answers locally (from /etc/hosts)
  * @param {Function} [options.randomFill] crypto.randomFill (a job on the general queue)
  */
 function createThreadpoolSampler(options = {}) {
-  const env = options.env || process.env;
   const lookup = options.lookup || require('dns').lookup;
   const probeHostname = options.probeHostname || 'localhost';
   const randomFill = options.randomFill || loadRandomFill();
@@ -45,7 +45,7 @@ function createThreadpoolSampler(options = {}) {
     name: 'threadpool',
     sample(tick) {
       if (size === undefined) {
-        size = threadpoolSize(env.UV_THREADPOOL_SIZE);
+        size = readSetting('threadpool.size', options.env);
         dnsSlots = slotsFor(size);
       }
       const pendingDns = sum(tick.resources, DNS_TYPES);

@@ -2,7 +2,7 @@
 
 const assert = require('node:assert/strict');
 const { resolveOptions } = require('../../lib/options');
-const { standardSettings } = require('../../exporters/otlp/standalone');
+const { otlpStandardSettings: standardSettings } = require('../../lib/options');
 
 /** Run fn and collect the process warnings it emits (uvscope warns once per code and key). */
 function warnings(fn) {

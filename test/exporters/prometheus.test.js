@@ -26,7 +26,7 @@ describe('exporters/prometheus', function () {
       dns.lookup('localhost', () => {});
       setTimeout(async () => {
         const res = await fetch('http://127.0.0.1:${port}/metrics');
-        const other = await fetch('http://127.0.0.1:${port}/');
+        const other = await fetch('http://127.0.0.1:${port}/nothing-here');
         console.log(JSON.stringify({ status: res.status, type: res.headers.get('content-type'), text: await res.text(), other: other.status }));
       }, 1300);
     `], { env: { UVSCOPE_PROMETHEUS_PORT: String(port) } });

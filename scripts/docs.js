@@ -1,0 +1,193 @@
+#!/usr/bin/env node
+'use strict';
+
+// The tables in README.md and docs/*.md that copy code (the metric catalog, as each exporter names
+// it, and the warning codes) are generated here, between markers:
+//
+//   <!-- generated: metrics threadpool -->
+//   ...table...
+//   <!-- /generated -->
+//
+//   node scripts/docs.js          rewrite every generated table
+//   node scripts/docs.js --check  list the tables that differ from the code (exit 1), as
+//                                 test/scripts/docs.test.js does
+//
+// Adding a metric is: its catalog entry (lib/metrics.js), then `node scripts/docs.js`.
+
+const fs = require('fs');
+const path = require('path');
+const { CATALOG, shortName } = require('../lib/metrics');
+const { WARNINGS } = require('../lib/warnings');
+const { prometheusName } = require('../exporters/prometheus');
+const { sentMetrics } = require('../exporters/datadog/series');
+const { RECORDED, RUNTIME_NODE_PREFIXES } = require('../exporters/otlp/instruments');
+
+const ROOT = path.join(__dirname, '..');
+const BLOCK = /(<!-- generated: ([^>]*?) -->\n)([\s\S]*?)(<!-- \/generated -->)/g;
+
+// The README's metric sections. A metric belongs to the first group whose test it passes; a
+// metric in no group fails test/scripts/docs.test.js (add it to a group, or a group here).
+const GROUPS = Object.freeze([
+  ['handles', (n) => /^nodejs\.uv\.(handles|requests)\./.test(n)],
+  ['threadpool', (n) => n.startsWith('nodejs.uv.threadpool.') || n.startsWith('uvscope.probe.') || n.startsWith('uvscope.tracer.')],
+  ['eventloop', (n) => n.startsWith('nodejs.eventloop.')],
+  ['dns', (n) => n.startsWith('dns.')],
+  ['connections', (n) => n.startsWith('nodejs.net.') || n.startsWith('nodejs.http.')],
+  ['memory', (n) => n.startsWith('v8js.') || n.startsWith('nodejs.memory.')],
+  ['agent', (n) => n.startsWith('uvscope.')],
+]);
+
+/**
+ * The README group of a metric, or undefined.
+ * @param {string} name canonical name
+ */
+function groupOf(name) {
+  const g = GROUPS.find(([, test]) => test(name));
+  return g && g[0];
+}
+
+const code = (s) => `\`${s}\``;
+const cell = (s) => String(s).replace(/\|/g, '\\|').replace(/\n/g, ' ');
+const row = (cells) => `| ${cells.map(cell).join(' | ')} |`;
+
+function table(header, rows) {
+  return [row(header), row(header.map(() => '---')), ...rows.map(row)].join('\n') + '\n';
+}
+
+/** README: one section's metrics with their Prometheus names. */
+function metricsTable(group) {
+  if (!GROUPS.some(([g]) => g === group)) throw new Error(`no metric group ${group}`);
+  const rows = CATALOG.filter((m) => groupOf(m.name) === group).map((m) => {
+    const labels = m.attributes.length ? `{${m.attributes.map(shortName).join(', ')}}` : '';
+    return [code(prometheusName(m) + labels), code(m.name), m.type, code(m.unit), m.attributes.map(code).join(', '), m.help];
+  });
+  return table(['Prometheus', 'canonical', 'type', 'unit', 'attributes', 'meaning'], rows);
+}
+
+const DOGSTATSD_TYPES = Object.freeze({ g: 'gauge', c: 'count (per flush)', d: 'distribution, one value per event' });
+
+/** docs/datadog.md: every name the DogStatsD exporter sends. */
+function datadogTable() {
+  const byName = new Map(CATALOG.map((m) => [m.name, m]));
+  const rows = sentMetrics().map((s) => {
+    const m = byName.get(s.from);
+    const suffix = s.name.slice(m.name.length); // '', '.count' or '.sum'
+    let prom = prometheusName(m);
+    if (suffix) prom += `_${suffix.slice(1)}`;
+    const unit = s.type === 'g' || s.type === 'd' || suffix === '.sum' ? m.unit : '1';
+    return [code(s.name), DOGSTATSD_TYPES[s.type], code(unit), m.attributes.map((a) => code(shortName(a))).join(', '), code(m.name), code(prom)];
+  });
+  return table(['DogStatsD name', 'type', 'unit', 'tags', 'catalog', 'Prometheus'], rows);
+}
+
+/** docs/opentelemetry.md: every instrument the OTLP exporter creates. */
+function otlpTable() {
+  const recorded = new Set(Object.values(RECORDED));
+  const rows = [];
+  for (const m of CATALOG) {
+    let instrument;
+    if (m.type === 'histogram') {
+      if (!recorded.has(m.name)) continue; // pre-bucketed: left out (see "What is left out")
+      instrument = 'Histogram, one observation per event';
+    } else {
+      instrument = m.type === 'counter' ? 'ObservableCounter' : 'ObservableGauge';
+    }
+    if (RUNTIME_NODE_PREFIXES.some((p) => m.name.startsWith(p))) instrument += '; not next to runtime-node (`UVSCOPE_OTLP_RUNTIME_METRICS`)';
+    rows.push([code(m.name), instrument, code(m.unit), m.attributes.map(code).join(', ')]);
+  }
+  return table(['name', 'instrument', 'unit', 'attributes'], rows);
+}
+
+/** docs/opentelemetry.md: the catalog histograms the OTLP exporter leaves out. */
+function otlpLeftOut() {
+  const recorded = new Set(Object.values(RECORDED));
+  const names = CATALOG.filter((m) => m.type === 'histogram' && !recorded.has(m.name)).map((m) => code(m.name));
+  return `Pre-bucketed histograms left out: ${names.join(', ')}.\n`;
+}
+
+/** README: every process warning code. */
+function warningsTable() {
+  return table(['code', 'meaning'], Object.values(WARNINGS).map((w) => [code(w.code), w.meaning]));
+}
+
+const GENERATORS = Object.freeze({
+  metrics: metricsTable,
+  datadog: datadogTable,
+  otlp: otlpTable,
+  'otlp-left-out': otlpLeftOut,
+  warnings: warningsTable,
+});
+
+/**
+ * A markdown text with every generated block rendered from the code.
+ * @param {string} text
+ * @returns {{ text: string, blocks: { name: string, before: string, after: string }[] }}
+ */
+function render(text) {
+  const blocks = [];
+  const out = text.replace(BLOCK, (all, open, spec, body, close) => {
+    const [name, ...args] = spec.trim().split(/\s+/);
+    const generate = GENERATORS[name];
+    if (!generate) throw new Error(`unknown generated block "${spec}"`);
+    const after = generate(...args);
+    blocks.push({ name: spec.trim(), before: body, after });
+    return open + after + close;
+  });
+  return { text: out, blocks };
+}
+
+/** README.md and docs/*.md, relative to the repository. */
+function files() {
+  return ['README.md', ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => path.join('docs', f))];
+}
+
+/**
+ * What differs from the code: generated blocks whose text is not what the code gives, catalog
+ * metrics in no README group, and README groups without a block.
+ * @returns {string[]} one line per problem; empty when the docs match
+ */
+function check() {
+  const problems = [];
+  const specs = new Set();
+  for (const file of files()) {
+    const { blocks } = render(fs.readFileSync(path.join(ROOT, file), 'utf8'));
+    for (const b of blocks) {
+      specs.add(`${file}: ${b.name}`);
+      if (b.before !== b.after) problems.push(`${file}: the "${b.name}" table differs from the code; run node scripts/docs.js`);
+    }
+  }
+  for (const m of CATALOG) if (!groupOf(m.name)) problems.push(`lib/metrics.js: ${m.name} is in no README group (scripts/docs.js GROUPS)`);
+  for (const [g] of GROUPS) if (!specs.has(`README.md: metrics ${g}`)) problems.push(`README.md: no "metrics ${g}" table`);
+  for (const s of ['README.md: warnings', path.join('docs', 'datadog.md') + ': datadog', path.join('docs', 'opentelemetry.md') + ': otlp']) {
+    if (!specs.has(s)) problems.push(`${s.replace(': ', ': no "')}" table`);
+  }
+  return problems;
+}
+
+/** Rewrite every generated block. @returns {string[]} the files changed */
+function write() {
+  const changed = [];
+  for (const file of files()) {
+    const p = path.join(ROOT, file);
+    const before = fs.readFileSync(p, 'utf8');
+    const { text } = render(before);
+    if (text !== before) {
+      fs.writeFileSync(p, text);
+      changed.push(file);
+    }
+  }
+  return changed;
+}
+
+if (require.main === module) {
+  if (process.argv.includes('--check')) {
+    const problems = check();
+    for (const p of problems) process.stderr.write(`${p}\n`);
+    process.exitCode = problems.length ? 1 : 0;
+  } else {
+    const changed = write();
+    process.stdout.write(changed.length ? `updated ${changed.join(', ')}\n` : 'docs already match the code\n');
+  }
+}
+
+module.exports = { render, check, write, groupOf, GROUPS };
