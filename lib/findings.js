@@ -95,6 +95,9 @@ function summarize(sample, previous, previousTime) {
     // The share of its runnable time the main thread spent on a CPU rather than waiting for one:
     // on an overloaded host or under a CPU quota the loop is late without the app blocking it.
     loopCpuShare: cpuShare(sample.details.eventloop),
+    // The first interval holds the app's and the agent's startup (modules loaded synchronously
+    // before anything is served): its loop delay is not a blocked service.
+    startup: previous === null,
     hosts: (sample.details.dns && sample.details.dns.hosts) || [],
     connections: sample.details.connections || null,
     heapLimit: value('v8js.memory.heap.limit'),
@@ -437,6 +440,7 @@ function roundImpact(impact) {
 // The longest block of an interval, counting only the share of it the main thread spent on a
 // CPU (the rest it waited for one); 0 below the limits.
 function blockedInInterval(s, lim) {
+  if (s.startup) return 0;
   const share = s.loopCpuShare === null || s.loopCpuShare === undefined ? 1 : s.loopCpuShare;
   const max = (s.delayMax || 0) * share;
   const p99 = (s.delayP99 || 0) * share;

@@ -52,7 +52,7 @@ describe('findings engine: dns-tail-latency and impact', () => {
   });
 
   it('puts it at the event loop when the loop was blocked about as long as the tail', () => {
-    const f = run([sample(0, { hosts: [tailHost(0)], delayMax: 0.14, eventloop: { mainThreadCpuSeconds: 0.5, mainThreadWaitSeconds: 0 } })]).find((x) => x.id === 'dns-tail-latency');
+    const f = run([sample(0), sample(0, { hosts: [tailHost(0)], delayMax: 0.14, eventloop: { mainThreadCpuSeconds: 0.5, mainThreadWaitSeconds: 0 } })]).find((x) => x.id === 'dns-tail-latency');
     assert.equal(f.evidence.place, 'event-loop');
   });
 
@@ -63,17 +63,21 @@ describe('findings engine: dns-tail-latency and impact', () => {
 
   it('a long delay while the main thread waited for a CPU is not a blocked loop', () => {
     const late = { delayMax: 0.2, delayP99: 0.2 };
-    assert.equal(run([sample(0, { ...late, eventloop: { mainThreadCpuSeconds: 0.05, mainThreadWaitSeconds: 0.6 } })]).length, 0);
-    const f = run([sample(0, { ...late, eventloop: { mainThreadCpuSeconds: 0.6, mainThreadWaitSeconds: 0.05 } })]);
+    assert.equal(run([sample(0), sample(0, { ...late, eventloop: { mainThreadCpuSeconds: 0.05, mainThreadWaitSeconds: 0.6 } })]).length, 0);
+    const f = run([sample(0), sample(0, { ...late, eventloop: { mainThreadCpuSeconds: 0.6, mainThreadWaitSeconds: 0.05 } })]);
     assert.deepEqual(f.map((x) => x.id), ['eventloop-blocked']);
     assert.ok(f[0].impact.loopBlockedSeconds > 0.18);
   });
 
+  it('the first interval (the app\'s and the agent\'s startup) is not a blocked loop', () => {
+    assert.equal(run([sample(0, { delayMax: 0.5, delayP99: 0.5 })]).length, 0);
+  });
+
   it('sorts findings by impact and derives severity from it', () => {
-    const f = run([sample(0, { hosts: [tailHost(0)], delayMax: 0.9, delayP99: 0.9, eventloop: { mainThreadCpuSeconds: 0.9, mainThreadWaitSeconds: 0 } })]);
+    const f = run([sample(0), sample(0, { hosts: [tailHost(0)], delayMax: 1.5, delayP99: 1.5, eventloop: { mainThreadCpuSeconds: 0.9, mainThreadWaitSeconds: 0 } })]);
     assert.deepEqual(f.map((x) => x.id), ['eventloop-blocked', 'dns-tail-latency']);
-    assert.equal(f[0].severity, 'critical', '0.9 s blocked in 1 s');
-    assert.equal(f[1].severity, 'warning', '0.29 s lost per second');
+    assert.equal(f[0].severity, 'critical', '1.5 s blocked in 2 s');
+    assert.equal(f[1].severity, 'warning', '0.15 s lost per second');
     assert.ok(f[0].impact.score > f[1].impact.score);
   });
 });
