@@ -21,6 +21,13 @@ export interface Options {
   /** Sampling interval in milliseconds, 50 to 3600000 (UVSCOPE_INTERVAL_MS, default 1000). */
   intervalMs?: number;
   prometheus?: PrometheusOptions;
+  /** Where /snapshot.json is served when Prometheus is off (with Prometheus on, it is on its server). */
+  snapshot?: {
+    /** UVSCOPE_SNAPSHOT_HOST, default 127.0.0.1. */
+    host?: string;
+    /** UVSCOPE_SNAPSHOT_PORT, default 9464; 0 picks a free port. */
+    port?: number;
+  };
   dns?: {
     /** Distinct hostnames kept as labels; the rest count as _other (UVSCOPE_DNS_MAX_NAMES, default 100). */
     maxNames?: number;
@@ -63,12 +70,25 @@ export interface DatadogOptions {
   client?: import('hot-shots').StatsD;
 }
 
+/** What a finding's cause cost in the findings window. */
+export interface FindingImpact {
+  /** Seconds callers lost per second of the window. */
+  readonly secondsPerSecond?: number;
+  /** Lookups or requests affected. */
+  readonly requests?: number;
+  /** Seconds the event loop was blocked (a lower bound). */
+  readonly loopBlockedSeconds?: number;
+  /** Seconds lost per second; severity follows from it and findings are sorted by it. */
+  readonly score: number;
+}
+
 export interface Finding {
   readonly id: string;
   readonly severity: 'info' | 'warning' | 'critical';
   readonly summary: string;
   readonly evidence: Readonly<Record<string, unknown>>;
   readonly advice: readonly string[];
+  readonly impact: FindingImpact;
 }
 
 export interface HistogramData {
@@ -105,10 +125,62 @@ export interface MetricDef {
   readonly buckets?: readonly number[];
 }
 
+/** What every sample hands each sampler. */
+export interface Tick {
+  /** process.getActiveResourcesInfo() counted by type. */
+  readonly resources: ReadonlyMap<string, number>;
+}
+
+/** A point as a sampler returns it (the agent freezes it into the snapshot). */
+export interface RawPoint {
+  name: string;
+  attributes: Record<string, string>;
+  value?: number;
+  histogram?: HistogramData;
+}
+
+/**
+ * The sampler contract (lib/samplers/index.js holds the list). At every sample the agent calls
+ * sample(tick) on each sampler, then details() on each that has it, then endInterval().
+ */
+export interface Sampler {
+  readonly name: string;
+  sample(tick: Tick): RawPoint[];
+  /** Plain JSON figures for the interval since the last endInterval() (snapshot.details[name]); no side effect. */
+  details?(): unknown;
+  /** Starts a new interval; called once per sample, after details() of every sampler. */
+  endInterval?(): void;
+  close(): void;
+}
+
+/** The exporter contract (lib/exporters.js holds the list; each exporter is exporters/<name>/). */
+export interface Exporter {
+  readonly name: string;
+  /** Push exporters: called with every new snapshot. Pull exporters read context.latest(). */
+  export?(snapshot: Snapshot): void;
+  close(): void | Promise<void>;
+}
+
+/** What an exporter's createExporter(context) is given, instead of the Agent. */
+export interface ExporterContext {
+  readonly options: Agent['options'];
+  /** The last snapshot, or null before the first sample. */
+  latest(): Snapshot | null;
+  /** Take a sample now (e.g. a last one before exit). */
+  sampleNow(): Snapshot;
+  /** The diagnostics channels uvscope publishes and subscribes to (lib/channels.js). */
+  readonly channels: { readonly published: Readonly<Record<string, import('diagnostics_channel').Channel>>; readonly subscribed: Readonly<Record<string, string>> };
+  /** dns.lookup as it was before uvscope wrapped it: the exporter's own lookups are not counted as the app's. */
+  readonly ownLookup: (hostname: string, options: object, callback: (err: Error | null, address: string, family: number) => void) => void;
+  /** An http(s) Agent for the exporter's own requests, not counted as the app's. */
+  ownAgent(protocol: 'http:' | 'https:', options?: object): import('http').Agent;
+}
+
 export interface Agent {
-  readonly options: Readonly<Required<Omit<Options, 'prometheus' | 'dns' | 'exporters'>>> & {
+  readonly options: Readonly<Required<Omit<Options, 'prometheus' | 'dns' | 'exporters' | 'snapshot'>>> & {
     readonly exporters: readonly ExporterName[];
     readonly prometheus: Readonly<PrometheusOptions>;
+    readonly snapshot: Readonly<{ host: string; port: number }>;
     readonly dns: Readonly<{ maxNames: number }>;
   };
   /** The last snapshot, or null before the first sample. */

@@ -64,12 +64,13 @@ function nodeOptionsWithPreload(existing) {
 }
 
 /**
- * The snapshot URL for what a user typed: the agent's base URL (http://127.0.0.1:9464), its page
- * (.../) or the snapshot itself (.../snapshot.json).
+ * The snapshot URL for what a user typed: the agent's base URL (http://127.0.0.1:9464, or just
+ * 127.0.0.1:9464), its page (.../) or the snapshot itself (.../snapshot.json).
  * @param {string} given
  */
 function snapshotUrl(given) {
-  const url = new URL(given);
+  const text = String(given).trim();
+  const url = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`);
   if (!url.pathname.endsWith('/snapshot.json')) url.pathname = `${url.pathname.replace(/\/+$/, '')}/snapshot.json`;
   return url.href;
 }

@@ -48,7 +48,8 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
   return {
     /**
      * Add one sample's figures and return the findings over the window.
-     * @param {{ time: number, points: readonly object[], details: object }} sample
+     * @param {{ time: number, points: readonly import('./snapshot').Point[], details: import('./snapshot').SnapshotDetails }} sample
+     * @returns {import('./snapshot').Finding[]}
      */
     evaluate(sample) {
       const summary = summarize(sample, previous, previousTime);

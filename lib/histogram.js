@@ -1,6 +1,15 @@
 'use strict';
 
 /**
+ * A histogram as it appears in a snapshot: frozen, cumulative since the start.
+ * @typedef {object} HistogramSnapshot
+ * @property {readonly number[]} bounds ascending upper bounds
+ * @property {readonly number[]} counts per bucket (not cumulative); the last is the overflow (+Inf)
+ * @property {number} sum
+ * @property {number} count
+ */
+
+/**
  * A cumulative explicit-bucket histogram in base units: the shape Prometheus and OTLP both
  * export. `counts[i]` counts observations v with bounds[i-1] < v <= bounds[i]; the last slot is
  * the overflow (+Inf) bucket.
@@ -25,7 +34,7 @@ class Histogram {
     this.count += times;
   }
 
-  /** @returns {{bounds: readonly number[], counts: number[], sum: number, count: number}} a frozen copy */
+  /** @returns {HistogramSnapshot} a frozen copy */
   snapshot() {
     return Object.freeze({
       bounds: this.bounds,

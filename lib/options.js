@@ -13,8 +13,8 @@ const {
   parseDogStatsdUrl, parseTags, parseObjectWith, parseEither, parseMatching,
 } = require('./settings/parsers');
 
-/** Exporters this version knows (each is exporters/<name>/). */
-const EXPORTERS = Object.freeze(['prometheus', 'otlp', 'datadog']);
+/** Exporters this version knows (the list is lib/exporters.js; each is exporters/<name>/). */
+const EXPORTERS = Object.freeze(Object.keys(require('./exporters').EXPORTERS));
 
 /** OTLP protocols (OTEL_EXPORTER_OTLP_PROTOCOL), one exporter package each. */
 const OTLP_PROTOCOLS = Object.freeze(['http/protobuf', 'http/json', 'grpc']);
@@ -25,6 +25,7 @@ const DEFAULTS = Object.freeze({
   intervalMs: 1000,
   reportOnExit: false,
   prometheus: Object.freeze({ host: '127.0.0.1', port: 9464, registry: undefined }),
+  snapshot: Object.freeze({ host: '127.0.0.1', port: 9464 }),
   dns: Object.freeze({ maxNames: 100 }),
   datadog: Object.freeze({
     url: undefined,
@@ -61,6 +62,9 @@ const SETTINGS = Object.freeze([
   setting('prometheus.host', 'UVSCOPE_PROMETHEUS_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0'),
   setting('prometheus.port', 'UVSCOPE_PROMETHEUS_PORT', parseInteger(0, 65535), 'an integer port from 0 to 65535'),
   setting('prometheus.registry', [], parseObjectWith(['registerMetric', 'metrics']), 'a prom-client Registry', { using: 'uvscope\'s own registry and HTTP server' }),
+  // The snapshot's own server, when Prometheus (which serves it otherwise) is off (lib/server.js).
+  setting('snapshot.host', 'UVSCOPE_SNAPSHOT_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0'),
+  setting('snapshot.port', 'UVSCOPE_SNAPSHOT_PORT', parseInteger(0, 65535), 'an integer port from 0 to 65535'),
   setting('dns.maxNames', 'UVSCOPE_DNS_MAX_NAMES', parseInteger(1, 100000), 'an integer from 1 to 100000'),
   // --- datadog (exporters/datadog/) ---
   setting('datadog.url', 'DD_DOGSTATSD_URL', parseDogStatsdUrl, 'udp://host[:port], unix:///path/to/dsd.socket or unixgram:///path/to/dsd.socket'),

@@ -6,8 +6,44 @@
 // net.client.socket. (AsyncLocalStorage would follow the async parts too, but on Node 20/22 it
 // turns on promise hooks for the whole process.)
 
+const dnsModule = require('dns');
+
 const OWN = Symbol.for('uvscope.ownIo');
 let creating = 0;
+
+/**
+ * What the agent's own I/O needs, handed to samplers and exporters (nobody searches the sampler
+ * list for it).
+ * @typedef {object} OwnIo
+ * @property {Function} lookup dns.lookup-compatible: the dns.lookup uvscope's DNS sampler found
+ *   when it wrapped (so the agent's own lookups are not counted as the app's), dns.lookup
+ *   otherwise. Resolved at each call, so it may be handed out before the sampler wraps.
+ * @property {(original: Function) => void} captureLookup called once with dns.lookup as it was
+ *   before the wrapper
+ * @property {(protocol: string, options?: object) => import('http').Agent} createAgent an http(s)
+ *   Agent for uvscope's own requests (see createOwnAgent), connecting with `lookup`
+ */
+
+/**
+ * The agent's own I/O: its unwrapped lookup and its own http(s) agents.
+ * @param {{ dns?: { lookup: Function } }} [options] the dns module (injectable for tests)
+ * @returns {OwnIo}
+ */
+function createOwnIo({ dns = dnsModule } = {}) {
+  let unwrapped = null;
+  const lookup = function ownLookup(...args) {
+    return Reflect.apply(unwrapped || dns.lookup, dns, args);
+  };
+  return {
+    lookup,
+    captureLookup(original) {
+      if (typeof original === 'function') unwrapped = original;
+    },
+    createAgent(protocol, options) {
+      return createOwnAgent(protocol, lookup, options);
+    },
+  };
+}
 
 /**
  * An http(s) Agent for uvscope's own requests.
@@ -44,4 +80,4 @@ function isOwnRequest(request) {
   return Boolean(request && request.agent && request.agent[OWN]);
 }
 
-module.exports = { createOwnAgent, creatingOwnConnection, isOwnRequest };
+module.exports = { createOwnIo, createOwnAgent, creatingOwnConnection, isOwnRequest };

@@ -55,8 +55,23 @@ function parseHosts(text) {
 }
 
 /**
+ * The resolver configuration in force, as glibc reads it.
+ * @typedef {object} ResolverConfig
+ * @property {string} path the resolv.conf read
+ * @property {boolean} found whether it could be read
+ * @property {string[]} nameservers
+ * @property {string[]} search
+ * @property {number} ndots
+ * @property {number} timeout seconds
+ * @property {number} attempts
+ * @property {string[]} options other options
+ * @property {Set<string>} hosts names /etc/hosts answers
+ */
+
+/**
  * Read the resolver configuration of this process (files are tiny; read synchronously, rarely).
  * @param {{ resolvConfPath?: string, hostsPath?: string, env?: NodeJS.ProcessEnv }} [paths]
+ * @returns {ResolverConfig}
  */
 function readResolverConfig({ resolvConfPath = '/etc/resolv.conf', hostsPath = '/etc/hosts', env = resolverEnvironment() } = {}) {
   const read = (p) => {

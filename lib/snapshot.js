@@ -1,5 +1,60 @@
 'use strict';
 
+// The shape of a snapshot, the one thing that flows from the agent to findings, exporters, the
+// report and /snapshot.json.
+
+/**
+ * A frozen point of a snapshot (see RawPoint in lib/samplers/index.js).
+ * @typedef {Readonly<import('./samplers').RawPoint>} Point
+ */
+
+/**
+ * snapshot.details: per-sampler figures for the last interval, keyed by sampler name, plus the
+ * resolver configuration in force. Other samplers with details() appear under their name.
+ * @typedef {object} SnapshotDetails
+ * @property {import('./samplers/dns').DnsDetails} [dns]
+ * @property {import('./samplers/connections').ConnectionsDetails} [connections]
+ * @property {{ mainThreadCpuSeconds: number|null, mainThreadWaitSeconds: number|null }} [eventloop]
+ *   seconds the main thread ran on a CPU and waited for one (Linux)
+ * @property {ResolverDetails} [resolver]
+ */
+
+/**
+ * snapshot.details.resolver: resolv.conf as glibc reads it, and (up to 1000 of) the names
+ * /etc/hosts answers.
+ * @typedef {Omit<import('./resolver').ResolverConfig, 'hosts'> & { hostsNames: string[] }} ResolverDetails
+ */
+
+/**
+ * A finding: a claim about the app, with the figures that prove it and what to change.
+ * @typedef {object} Finding
+ * @property {string} id
+ * @property {'info'|'warning'|'critical'} severity
+ * @property {string} summary
+ * @property {Record<string, unknown>} evidence
+ * @property {string[]} advice
+ * @property {FindingImpact} impact what its cause cost in the window; findings are sorted by
+ *   impact.score, costliest first, and severity follows from it
+ */
+
+/**
+ * @typedef {object} FindingImpact
+ * @property {number} [secondsPerSecond] seconds callers lost per second of the window
+ * @property {number} [requests] lookups or requests affected
+ * @property {number} [loopBlockedSeconds] seconds the event loop was blocked (a lower bound)
+ * @property {number} score seconds lost per second
+ */
+
+/**
+ * One sample, deep-frozen.
+ * @typedef {object} Snapshot
+ * @property {number} time epoch milliseconds
+ * @property {number} intervalMs
+ * @property {readonly Point[]} points
+ * @property {SnapshotDetails} details
+ * @property {readonly Finding[]} findings
+ */
+
 /**
  * The point of a metric whose attributes include the given ones, from a snapshot's points.
  * @param {readonly { name: string, attributes: Record<string, string> }[]} points

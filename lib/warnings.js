@@ -18,7 +18,7 @@ const WARNINGS = Object.freeze({
   INTERNAL_ERROR: warning('UVSCOPE_INTERNAL_ERROR',
     'a part of uvscope failed (once per component; later failures are counted in uvscope.errors); the app is not affected'),
   LISTEN_FAILED: warning('UVSCOPE_LISTEN_FAILED',
-    'the Prometheus endpoint could not be opened (port in use, or a bad host); the app goes on without it'),
+    'the agent\'s HTTP endpoint (Prometheus metrics, /snapshot.json, the page) could not be opened (port in use, or a bad host); the app goes on without it'),
   METRIC_CONFLICT: warning('UVSCOPE_METRIC_CONFLICT',
     'the prom-client registry given to start() already has a metric of that name; uvscope\'s is left out'),
   DATADOG_UDS_UNAVAILABLE: warning('UVSCOPE_DATADOG_UDS_UNAVAILABLE',

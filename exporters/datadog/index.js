@@ -1,11 +1,9 @@
 'use strict';
 
-const dnsModule = require('dns');
 const { warnOnce, countError } = require('../../lib/report');
 const { WARNINGS } = require('../../lib/warnings');
 const { readSetting } = require('../../lib/options');
 const { findPoint } = require('../../lib/snapshot');
-const { dnsLookupStart: startChannel, dnsLookupEnd: endChannel } = require('../../lib/channels').published;
 const { createSink } = require('./transport');
 const { createSeriesFlusher, tag } = require('./series');
 const { createLookupDistributions } = require('./lookups');
@@ -20,26 +18,26 @@ const { createSpanTagger } = require('./spans');
  * at most once per dnsRefreshMs, in the background, and never before the first sample (a lookup
  * at preload time would start the threadpool before the app could set UV_THREADPOOL_SIZE).
  *
- * @param {import('../lib/agent').Agent} agent
+ * @param {import('../../lib/exporters').ExporterContext} context
  * @returns {{ name: string, export(snapshot: object): void, close(): Promise<void>, sink: object }}
  */
-function createExporter(agent) {
-  const o = agent.options.datadog;
+function createExporter(context) {
+  const o = context.options.datadog;
   const target = o.url || { protocol: 'udp', host: o.host, port: o.port };
-  const dnsSampler = agent.samplers.find((s) => s.name === 'dns');
+  const { dnsLookupStart: startChannel, dnsLookupEnd: endChannel } = context.channels.published;
 
   const sink = createSink({
     target,
     globalTags: unifiedTags(o),
     client: o.client,
-    lookup: (dnsSampler && dnsSampler.originalLookup) || dnsModule.lookup,
+    lookup: context.ownLookup,
     refreshMs: o.dnsRefreshMs,
     onError,
   });
 
   const flushSeries = createSeriesFlusher({ sink, eventLoop: () => sendEventLoop(o.eventLoop) });
   const lookups = createLookupDistributions({ sink, channel: endChannel, maxPerSecond: o.maxLookupsPerSecond });
-  const spans = o.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(agent) }) : null;
+  const spans = o.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(context.latest()) }) : null;
   let lastFlush = -Infinity;
 
   return {
@@ -81,8 +79,7 @@ function sendEventLoop(setting) {
   return !readSetting('datadog.runtimeMetrics');
 }
 
-function poolSize(agent) {
-  const latest = agent.latest;
+function poolSize(latest) {
   if (latest) {
     const p = findPoint(latest.points, 'nodejs.uv.threadpool.size');
     if (p) return p.value;

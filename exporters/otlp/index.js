@@ -1,6 +1,5 @@
 'use strict';
 
-const { dnsLookupEnd: endChannel } = require('../../lib/channels').published;
 const { globalMeterProvider } = require('./global');
 const { createInstruments, runtimeNodeLoaded } = require('./instruments');
 const { warnOnce, countError, reportError } = require('../../lib/report');
@@ -20,11 +19,12 @@ const WARN_WAITING_MS = 10000;
  * code), and a global provider that appears later still wins: uvscope flushes and closes its own
  * provider and moves its instruments to the app's. Every lookup and every queue-wait probe is
  * recorded as one histogram observation.
- * @param {import('../lib/agent').Agent} agent
+ * @param {import('../../lib/exporters').ExporterContext} context
  * @returns {{ name: string, export(snapshot: object): void, close(): Promise<void>, readonly mode: string|null }}
  */
-function createExporter(agent) {
-  const { mode, runtimeMetrics } = agent.options.otlp;
+function createExporter(context) {
+  const { mode, runtimeMetrics } = context.options.otlp;
+  const endChannel = context.channels.published.dnsLookupEnd;
   let binding = null; // { provider, mode: 'companion'|'standalone', instruments, standalone }
   let pending = [];
   let sampled = false;
@@ -60,7 +60,7 @@ function createExporter(agent) {
 
   function bind(provider, as, standalone) {
     unbind();
-    const instruments = createInstruments(provider, agent, { runtimeMetrics: runtimeMetrics === 'on' || (runtimeMetrics === 'auto' && !runtimeNodeLoaded()) });
+    const instruments = createInstruments(provider, context.latest, { runtimeMetrics: runtimeMetrics === 'on' || (runtimeMetrics === 'auto' && !runtimeNodeLoaded()) });
     binding = { provider, mode: as, instruments, standalone };
     if (standalone) process.on('SIGTERM', onSigterm);
     const replay = pending || [];
@@ -73,7 +73,7 @@ function createExporter(agent) {
     const old = binding;
     binding = null;
     if (old.standalone) {
-      // Its last collection still reads agent.latest through the callbacks: shut down first.
+      // Its last collection still reads the latest snapshot through the callbacks: shut down first.
       process.removeListener('SIGTERM', onSigterm);
       return old.standalone.shutdown().catch((err) => reportError('exporter:otlp', err));
     }
@@ -91,8 +91,7 @@ function createExporter(agent) {
     }
     if (binding) return;
     if (!standaloneFailed && (mode === 'standalone' || (mode === 'auto' && sampled))) {
-      const dns = agent.samplers.find((x) => x.name === 'dns');
-      const standalone = require('./standalone').createStandaloneProvider({ lookup: dns && dns.originalLookup });
+      const standalone = require('./standalone').createStandaloneProvider({ lookup: context.ownLookup });
       if (standalone) {
         bind(standalone.provider, 'standalone', standalone);
       } else {
@@ -114,7 +113,7 @@ function createExporter(agent) {
       if (process.listenerCount('SIGTERM') === 0) process.kill(process.pid, 'SIGTERM');
     };
     try {
-      if (typeof agent.sampleNow === 'function') agent.sampleNow();
+      context.sampleNow();
     } catch (err) {
       reportError('exporter:otlp', err);
     }

@@ -29,14 +29,14 @@ function runtimeNodeLoaded() {
 }
 
 /**
- * Create uvscope's instruments on a meter provider: observable gauges and counters read
- * agent.latest in one batch callback; the DNS and queue-wait histograms take single observations.
+ * Create uvscope's instruments on a meter provider: observable gauges and counters read the
+ * latest snapshot in one batch callback; the DNS and queue-wait histograms take single observations.
  * @param {object} provider an OpenTelemetry MeterProvider (the app's global one or uvscope's own)
- * @param {{ latest: object|null }} agent
+ * @param {() => object|null} latest the latest snapshot
  * @param {{ runtimeMetrics: boolean }} options false leaves out what runtime-node exports too
  * @returns {{ record(kind: 'dns'|'dnsQueueWait'|'queueWait', seconds: number, attributes: object): void, names: string[], close(): void }}
  */
-function createInstruments(provider, agent, { runtimeMetrics }) {
+function createInstruments(provider, latest, { runtimeMetrics }) {
   const meter = provider.getMeter(SCOPE, SCOPE_VERSION);
   const observables = new Map();
   for (const def of CATALOG) {
@@ -56,7 +56,7 @@ function createInstruments(provider, agent, { runtimeMetrics }) {
   }
 
   const observe = (result) => {
-    const snapshot = agent.latest;
+    const snapshot = latest();
     if (!snapshot) return;
     for (const p of snapshot.points) {
       const instrument = observables.get(p.name);

@@ -113,13 +113,17 @@ function createConnectionsSampler() {
     },
     /**
      * Requests and new connections (in all and per host) and connections made with the seconds
-     * they took to connect (DNS included), in the interval since the last call.
+     * they took to connect (DNS included), in the interval since the last endInterval(); no side
+     * effect.
+     * @returns {ConnectionsDetails}
      */
     details() {
-      const out = { ...interval, hosts: [...hosts].map(([host, h]) => ({ host, ...h })) };
+      return { ...interval, hosts: [...hosts].map(([host, h]) => ({ host, ...h })) };
+    },
+    /** Start a new interval. */
+    endInterval() {
       interval = newInterval();
       hosts.clear();
-      return out;
     },
     close() {
       for (const [name, fn] of subscribed) diagnosticsChannel.unsubscribe(name, fn);
@@ -130,6 +134,16 @@ function createConnectionsSampler() {
 function newInterval() {
   return { connections: 0, connectSeconds: 0, requests: 0, newConnections: 0 };
 }
+
+/**
+ * snapshot.details.connections: figures for the interval since the last sample.
+ * @typedef {object} ConnectionsDetails
+ * @property {number} connections outgoing TCP connections the app opened
+ * @property {number} connectSeconds seconds those connections took to connect (DNS included)
+ * @property {number} requests outgoing HTTP requests (http/https and fetch)
+ * @property {number} newConnections requests whose socket was created for them
+ * @property {{ host: string, requests: number, newConnections: number }[]} hosts per host (at most 100)
+ */
 
 function hostOf(origin) {
   try {

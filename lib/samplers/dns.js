@@ -193,8 +193,6 @@ function createDnsSampler(options = {}) {
      * app's, but seen by the DNS-slot model, since they hold a slot like any other lookup.
      */
     ownLookup,
-    /** The same as ownLookup (the name exporters use). */
-    originalLookup: ownLookup,
     /** App lookups started and not yet called back. */
     get inFlight() {
       return inFlight;
@@ -214,11 +212,12 @@ function createDnsSampler(options = {}) {
       return out;
     },
     /**
-     * Per-hostname figures for the interval since the last call (then reset), with totals and
-     * sampled callers; each lookup's time split into queueWaitSeconds (waiting for a DNS slot)
-     * and resolveSeconds; p50, p99 and standard deviation of lookup durations over the recent
-     * window, and what the slowest 1 % (the tail) spent waiting and resolving. Plain JSON for the
-     * snapshot and the findings.
+     * Per-hostname figures for the interval since the last endInterval(), with totals and sampled
+     * callers; each lookup's time split into queueWaitSeconds (waiting for a DNS slot) and
+     * resolveSeconds; p50, p99 and standard deviation of lookup durations over the recent window,
+     * and what the slowest 1 % (the tail) spent waiting and resolving. Plain JSON for the snapshot
+     * and the findings; no side effect.
+     * @returns {DnsDetails}
      */
     details() {
       const out = [];
@@ -242,10 +241,13 @@ function createDnsSampler(options = {}) {
           totalLookups: host.lookups,
           callers: [...host.callers].map(([caller, c]) => ({ caller, count: c.count, seconds: c.seconds })).sort((a, b) => b.count - a.count),
         });
-        host.interval = newInterval(host.inFlight);
       }
-      callerBudget = CALLER_SAMPLES_PER_INTERVAL;
       return { inFlight, dnsSlots: slots.size, hosts: out };
+    },
+    /** Start a new interval: per-hostname interval figures and the caller budget start over. */
+    endInterval() {
+      for (const host of hosts.values()) host.interval = newInterval(host.inFlight);
+      callerBudget = CALLER_SAMPLES_PER_INTERVAL;
     },
     close() {
       active = false;
@@ -257,6 +259,31 @@ function createDnsSampler(options = {}) {
     },
   };
 }
+
+/**
+ * One hostname's figures (snapshot.details.dns.hosts[]). Interval figures cover the time since the
+ * last sample; totals and callers since the start.
+ * @typedef {object} DnsHostDetails
+ * @property {string} name the hostname, lower-cased (or _other beyond maxNames)
+ * @property {number} lookups lookups started in the interval
+ * @property {number} errors lookups that failed in the interval
+ * @property {number} seconds sum of the durations of lookups that ended in the interval
+ * @property {number} maxSeconds longest of them
+ * @property {number} duplicates lookups started while another of the same name was in flight
+ * @property {number} maxInFlight most lookups of this name in flight at once
+ * @property {number} timeouts lookups that waited for at least one resolv.conf timeout
+ * @property {number} inFlight lookups in flight now
+ * @property {number} totalLookups lookups started since the start
+ * @property {{ caller: string, count: number, seconds: number }[]} callers sampled calling frames
+ *   ('pkg' or 'file:line'), most frequent first
+ */
+
+/**
+ * snapshot.details.dns
+ * @typedef {object} DnsDetails
+ * @property {number} inFlight app lookups in flight now
+ * @property {DnsHostDetails[]} hosts
+ */
 
 function newHost(name) {
   return { name, lookups: 0, inFlight: 0, callers: new Map(), interval: newInterval(0), recent: createRecent(RECENT_MAX) };

@@ -59,19 +59,21 @@ function createEventLoopSampler(options = {}) {
       return out;
     },
     /**
-     * Seconds the main thread ran on a CPU and waited for one since the last call (null where
+     * Seconds the main thread ran on a CPU and waited for one since the last endInterval() (null where
      * the platform does not tell): a loop late because its thread waited for a CPU (an
      * overloaded host, a CPU quota) is not an app blocking its loop.
      */
     details() {
       const now = mainThreadSchedstat();
       const known = now !== null && lastSched !== null;
-      const out = {
+      return {
         mainThreadCpuSeconds: known ? (now[0] - lastSched[0]) / 1e9 : null,
         mainThreadWaitSeconds: known ? (now[1] - lastSched[1]) / 1e9 : null,
       };
-      lastSched = now;
-      return out;
+    },
+    /** Start a new interval. */
+    endInterval() {
+      lastSched = mainThreadSchedstat();
     },
     close() {
       monitor.disable();

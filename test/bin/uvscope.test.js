@@ -2,7 +2,7 @@
 
 const assert = require('node:assert/strict');
 const path = require('path');
-const { parseArgs, nodeOptionsWithPreload } = require('../../bin/uvscope');
+const { parseArgs, nodeOptionsWithPreload, snapshotUrl } = require('../../bin/uvscope');
 const { ROOT, FIXTURES, runNode, lastJson, freePort, parsePrometheus, sampleValue } = require('../helpers/child');
 
 const BIN = path.join(ROOT, 'bin', 'uvscope.js');
@@ -66,6 +66,45 @@ describe('uvscope report', () => {
       process.kill(app.pid, 'SIGKILL');
     }
   });
+
+  it('takes the agent\'s base URL as well as the snapshot\'s', () => {
+    for (const typed of ['http://127.0.0.1:9464', 'http://127.0.0.1:9464/', '127.0.0.1:9464', 'http://127.0.0.1:9464/snapshot.json']) {
+      assert.equal(snapshotUrl(typed), 'http://127.0.0.1:9464/snapshot.json', typed);
+    }
+    assert.equal(snapshotUrl('http://[::1]:9000'), 'http://[::1]:9000/snapshot.json');
+    assert.equal(snapshotUrl('http://proxy.internal/uvscope/snapshot.json'), 'http://proxy.internal/uvscope/snapshot.json');
+  });
+
+  for (const exporter of ['prometheus', 'datadog', 'otlp']) {
+    it(`reads the findings of an agent running with UVSCOPE_EXPORTERS=${exporter}, at its base URL`, async () => {
+      const port = await freePort();
+      const { spawn } = require('child_process');
+      const { cleanEnv, REGISTER } = require('../helpers/child');
+      const vars = {
+        prometheus: { UVSCOPE_PROMETHEUS_PORT: String(port) },
+        // Nothing listens on these ports: the agent's sends fail quietly, the snapshot is served.
+        datadog: { UVSCOPE_SNAPSHOT_PORT: String(port), DD_AGENT_HOST: '127.0.0.1', DD_DOGSTATSD_PORT: String(await freePort()) },
+        otlp: { UVSCOPE_SNAPSHOT_PORT: String(port), OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await freePort()}`, OTEL_METRIC_EXPORT_INTERVAL: '600000' },
+      }[exporter];
+      // 200 lookups a second of one name: dns-no-cache.
+      const app = spawn(process.execPath, ['--require', REGISTER, '-e', `
+        const dns = require('dns');
+        setInterval(() => { for (let i = 0; i < 20; i++) dns.lookup('localhost', () => {}); }, 100);
+        console.log('ready');
+      `], { env: cleanEnv({ UVSCOPE_EXPORTERS: exporter, UVSCOPE_INTERVAL_MS: '200', ...vars }), stdio: ['ignore', 'pipe', 'inherit'] });
+      try {
+        await new Promise((r) => app.stdout.once('data', r));
+        await new Promise((r) => setTimeout(r, 1200));
+        const r = await runNode([BIN, 'report', '--url', `http://127.0.0.1:${port}`]);
+        assert.equal(r.code, 0, r.stderr);
+        assert.match(r.stdout, new RegExp(`^uvscope report, pid ${app.pid}`));
+        assert.match(r.stdout, /threadpool: size 4, DNS slots 2/);
+        assert.match(r.stdout, /\[warning\] dns-no-cache: localhost is looked up \d+(\.\d)? times a second/);
+      } finally {
+        process.kill(app.pid, 'SIGKILL');
+      }
+    });
+  }
 
   it('UVSCOPE_REPORT_ON_EXIT=1 prints the report on stderr when the app exits', async () => {
     const r = await runNode(['--require', path.join(ROOT, 'register.js'), '-e', 'const end = Date.now() + 200; while (Date.now() < end);'], {

@@ -8,12 +8,16 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const REGISTER = path.join(ROOT, 'register.js');
 const FIXTURES = path.join(ROOT, 'test', 'fixtures');
 
-/** Environment for a child: the parent's, without NODE_OPTIONS or UVSCOPE_* leaking in. */
+/**
+ * Environment for a child: the parent's, without NODE_OPTIONS or UVSCOPE_* leaking in. The
+ * snapshot's own server (on when Prometheus is off) takes a free port unless the test names one,
+ * so children running at once never compete for its default port.
+ */
 function cleanEnv(extra = {}) {
   const env = { ...process.env };
   delete env.NODE_OPTIONS;
   for (const k of Object.keys(env)) if (k.startsWith('UVSCOPE_') || k === 'UV_THREADPOOL_SIZE') delete env[k];
-  return { ...env, ...extra };
+  return { ...env, UVSCOPE_SNAPSHOT_PORT: '0', ...extra };
 }
 
 /**

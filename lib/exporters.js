@@ -1,0 +1,45 @@
+'use strict';
+
+// Every exporter, in one list. An exporter is a folder exporters/<name>/ whose index.js exports
+// createExporter(context), plus one line below. Each is loaded only when it is on, so its
+// optional dependencies (prom-client, hot-shots, OpenTelemetry) load only then.
+
+/**
+ * The exporter contract. Push exporters get export(snapshot) after every sample; pull exporters
+ * read context.latest() when asked. Exporters never call samplers.
+ * @typedef {object} Exporter
+ * @property {string} name
+ * @property {(snapshot: import('./snapshot').Snapshot) => void} [export]
+ * @property {() => (void|Promise<void>)} close
+ */
+
+/**
+ * What an exporter is given: the agent's narrow face, never the Agent itself.
+ * @typedef {object} ExporterContext
+ * @property {Readonly<object>} options resolved options (lib/options.js)
+ * @property {() => import('./snapshot').Snapshot | null} latest the last snapshot (null before the first sample)
+ * @property {() => import('./snapshot').Snapshot} sampleNow take a sample now (e.g. a last one before exit)
+ * @property {typeof import('./channels')} channels the diagnostics channels (lib/channels.js)
+ * @property {Function} ownLookup dns.lookup-compatible, not counted as the app's (lib/own-io.js)
+ * @property {(protocol: string, options?: object) => import('http').Agent} ownAgent an http(s)
+ *   Agent for the exporter's own requests, not counted as the app's (lib/own-io.js)
+ */
+
+/** @type {Readonly<Record<string, () => { createExporter(context: ExporterContext): Exporter }>>} */
+const EXPORTERS = Object.freeze({
+  prometheus: () => require('../exporters/prometheus'),
+  otlp: () => require('../exporters/otlp'),
+  datadog: () => require('../exporters/datadog'),
+});
+
+/**
+ * Create one exporter by name.
+ * @param {string} name a key of EXPORTERS
+ * @param {ExporterContext} context
+ * @returns {Exporter}
+ */
+function createExporter(name, context) {
+  return EXPORTERS[name]().createExporter(context);
+}
+
+module.exports = { EXPORTERS, createExporter };
