@@ -96,6 +96,7 @@ function summarize(sample, previous, previousTime) {
     // The share of its runnable time the main thread spent on a CPU rather than waiting for one:
     // on an overloaded host or under a CPU quota the loop is late without the app blocking it.
     loopCpuShare: cpuShare(sample.details.eventloop),
+    loopBlockedOnCpu: sample.details.eventloop && typeof sample.details.eventloop.blockedOnCpuMaxSeconds === 'number' ? sample.details.eventloop.blockedOnCpuMaxSeconds : null,
     // The first interval holds the app's and the agent's startup (modules loaded synchronously
     // before anything is served): its loop delay is not a blocked service.
     startup: previous === null,
@@ -438,13 +439,21 @@ function roundImpact(impact) {
   return out;
 }
 
-// The longest block of an interval, counting only the share of it the main thread spent on a
-// CPU (the rest it waited for one); 0 below the limits.
+// The longest block of an interval, counting only the time the main thread ran on a CPU (the
+// rest it waited for one); 0 below the limits. Where the agent timed the loop's lateness with
+// the thread's CPU time (Linux), that is the measure; else the interval's share of CPU time.
 function blockedInInterval(s, lim) {
   if (s.startup) return 0;
-  const share = s.loopCpuShare === null || s.loopCpuShare === undefined ? 1 : s.loopCpuShare;
-  const max = (s.delayMax || 0) * share;
-  const p99 = (s.delayP99 || 0) * share;
+  let max;
+  let p99;
+  if (typeof s.loopBlockedOnCpu === 'number') {
+    max = Math.min(s.delayMax || 0, s.loopBlockedOnCpu);
+    p99 = Math.min(s.delayP99 || 0, s.loopBlockedOnCpu);
+  } else {
+    const share = s.loopCpuShare === null || s.loopCpuShare === undefined ? 1 : s.loopCpuShare;
+    max = (s.delayMax || 0) * share;
+    p99 = (s.delayP99 || 0) * share;
+  }
   return max >= lim.eventLoopBlockedS || p99 >= lim.eventLoopP99S ? max : 0;
 }
 

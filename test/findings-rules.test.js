@@ -69,6 +69,15 @@ describe('findings engine: dns-tail-latency and impact', () => {
     assert.ok(f[0].impact.loopBlockedSeconds > 0.18);
   });
 
+  it('with the loop timed against the thread\'s CPU time, only the lateness while it ran counts', () => {
+    const late = { delayMax: 0.3, delayP99: 0.3 };
+    // 300 ms late, but the thread ran 20 ms of it: it waited for a CPU.
+    assert.equal(run([sample(0), sample(0, { ...late, eventloop: { mainThreadCpuSeconds: 0.5, mainThreadWaitSeconds: 0.3, blockedOnCpuMaxSeconds: 0.02 } })]).length, 0);
+    const f = run([sample(0), sample(0, { ...late, eventloop: { mainThreadCpuSeconds: 0.5, mainThreadWaitSeconds: 0.3, blockedOnCpuMaxSeconds: 0.25 } })]);
+    assert.deepEqual(f.map((x) => x.id), ['eventloop-blocked']);
+    assert.equal(f[0].impact.loopBlockedSeconds, 0.25);
+  });
+
   it('the first interval (the app\'s and the agent\'s startup) is not a blocked loop', () => {
     assert.equal(run([sample(0, { delayMax: 0.5, delayP99: 0.5 })]).length, 0);
   });

@@ -16,12 +16,12 @@ async function twin(scenario) {
   const r = await runInNamespace({
     resolvConf: resolvConf({ nameserver: DNS }),
     args: ['--require', REGISTER, APP],
-    env: { UVSCOPE_PROMETHEUS_PORT: String(port), UVSCOPE_INTERVAL_MS: '200', FIXTURE_SCENARIO: scenario },
+    env: { UVSCOPE_PROMETHEUS_PORT: String(port), UVSCOPE_INTERVAL_MS: '300', FIXTURE_SCENARIO: scenario },
     timeoutMs: 30000,
   });
   assert.equal(r.code, 0, r.stderr);
   const out = lastJson(r.stdout);
-  const raised = out.snapshot.findings.map((f) => `${f.id}: ${f.summary}`);
+  const raised = out.snapshot.findings.map((f) => `${f.id}: ${f.summary} ${JSON.stringify(f.evidence)}`);
   if (process.env.UVSCOPE_TEST_VERBOSE) console.log(scenario, JSON.stringify(out.facts), raised);
   return { ...out, raised };
 }
