@@ -21,6 +21,7 @@ const LIMITS = Object.freeze({
   tailExcessS: 0.05, // and at least this far above it
   eventLoopBlockedS: 0.1, // one delay this long
   eventLoopP99S: 0.05, // (both beyond the time the main thread waited for a CPU)
+  eventLoopBlockedIntervals: 2, // ...in at least this many intervals: one stall is an odd sample
   keepAliveMinRequests: 20, // requests to one host in the window before judging its reuse
   newConnectionShare: 0.9, // at least this share of them opened a new connection
   heapShareOfContainer: 0.9, // a heap limit this close to the container's leaves no room for the rest
@@ -247,8 +248,8 @@ function dnsSearchExpansion(window, resolver) {
 function eventLoopBlocked(window, lim) {
   const late = window.filter((s) => (s.delayMax || 0) >= lim.eventLoopBlockedS || (s.delayP99 || 0) >= lim.eventLoopP99S);
   const hot = late.filter((s) => blockedInInterval(s, lim) > 0);
-  if (hot.length === 0) return null;
-  const max = Math.max(...hot.map((s) => s.delayMax || 0));
+  if (hot.length < lim.eventLoopBlockedIntervals) return null;
+  const max = Math.max(...hot.map((s) => Math.max(s.delayMax || 0, s.loopBlockedOnCpu || 0)));
   return {
     id: 'eventloop-blocked',
     severity: max >= 1 ? 'critical' : 'warning',
@@ -447,7 +448,9 @@ function blockedInInterval(s, lim) {
   let max;
   let p99;
   if (typeof s.loopBlockedOnCpu === 'number') {
-    max = Math.min(s.delayMax || 0, s.loopBlockedOnCpu);
+    // The agent's own 20 ms tick times the loop too: a sample that runs between a block's end
+    // and the delay monitor's next firing loses that block from the monitor's interval.
+    max = s.loopBlockedOnCpu;
     p99 = Math.min(s.delayP99 || 0, s.loopBlockedOnCpu);
   } else {
     const share = s.loopCpuShare === null || s.loopCpuShare === undefined ? 1 : s.loopCpuShare;

@@ -64,7 +64,9 @@ describe('findings engine: dns-tail-latency and impact', () => {
   it('a long delay while the main thread waited for a CPU is not a blocked loop', () => {
     const late = { delayMax: 0.2, delayP99: 0.2 };
     assert.equal(run([sample(0), sample(0, { ...late, eventloop: { mainThreadCpuSeconds: 0.05, mainThreadWaitSeconds: 0.6 } })]).length, 0);
-    const f = run([sample(0), sample(0, { ...late, eventloop: { mainThreadCpuSeconds: 0.6, mainThreadWaitSeconds: 0.05 } })]);
+    const onCpu = { ...late, eventloop: { mainThreadCpuSeconds: 0.6, mainThreadWaitSeconds: 0.05 } };
+    assert.equal(run([sample(0), sample(0, onCpu)]).length, 0, 'one stall is an odd sample');
+    const f = run([sample(0), sample(0, onCpu), sample(0, onCpu)]);
     assert.deepEqual(f.map((x) => x.id), ['eventloop-blocked']);
     assert.ok(f[0].impact.loopBlockedSeconds > 0.18);
   });
@@ -73,9 +75,10 @@ describe('findings engine: dns-tail-latency and impact', () => {
     const late = { delayMax: 0.3, delayP99: 0.3 };
     // 300 ms late, but the thread ran 20 ms of it: it waited for a CPU.
     assert.equal(run([sample(0), sample(0, { ...late, eventloop: { mainThreadCpuSeconds: 0.5, mainThreadWaitSeconds: 0.3, blockedOnCpuMaxSeconds: 0.02 } })]).length, 0);
-    const f = run([sample(0), sample(0, { ...late, eventloop: { mainThreadCpuSeconds: 0.5, mainThreadWaitSeconds: 0.3, blockedOnCpuMaxSeconds: 0.25 } })]);
+    const ran = { ...late, eventloop: { mainThreadCpuSeconds: 0.5, mainThreadWaitSeconds: 0.3, blockedOnCpuMaxSeconds: 0.25 } };
+    const f = run([sample(0), sample(0, ran), sample(0, ran)]);
     assert.deepEqual(f.map((x) => x.id), ['eventloop-blocked']);
-    assert.equal(f[0].impact.loopBlockedSeconds, 0.25);
+    assert.equal(f[0].impact.loopBlockedSeconds, 0.5);
   });
 
   it('the first interval (the app\'s and the agent\'s startup) is not a blocked loop', () => {
@@ -83,10 +86,11 @@ describe('findings engine: dns-tail-latency and impact', () => {
   });
 
   it('sorts findings by impact and derives severity from it', () => {
-    const f = run([sample(0), sample(0, { hosts: [tailHost(0)], delayMax: 1.5, delayP99: 1.5, eventloop: { mainThreadCpuSeconds: 0.9, mainThreadWaitSeconds: 0 } })]);
+    const blocked = { delayMax: 1.5, delayP99: 1.5, eventloop: { mainThreadCpuSeconds: 0.9, mainThreadWaitSeconds: 0 } };
+    const f = run([sample(0), sample(0, blocked), sample(0, { ...blocked, hosts: [tailHost(0)] })]);
     assert.deepEqual(f.map((x) => x.id), ['eventloop-blocked', 'dns-tail-latency']);
-    assert.equal(f[0].severity, 'critical', '1.5 s blocked in 2 s');
-    assert.equal(f[1].severity, 'warning', '0.15 s lost per second');
+    assert.equal(f[0].severity, 'critical', '3 s blocked in 3 s');
+    assert.equal(f[1].severity, 'warning', '0.1 s lost per second');
     assert.ok(f[0].impact.score > f[1].impact.score);
   });
 });

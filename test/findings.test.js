@@ -92,11 +92,12 @@ describe('findings, against a DNS server the test controls', function () {
     assert.equal(server.count('api'), 0);
   });
 
-  it('eventloop-blocked: a 250 ms block', async () => {
+  it('eventloop-blocked: two 250 ms blocks', async () => {
     const { byId } = await scenario('blocked');
     const f = byId['eventloop-blocked'];
     assert.ok(f, `findings: ${Object.keys(byId)}`);
     assert.ok(f.evidence.maxDelaySeconds > 0.2 && f.evidence.maxDelaySeconds < 0.4, `max ${f.evidence.maxDelaySeconds}`);
+    assert.equal(f.evidence.intervals, 2);
   });
 
   it('http-no-keepalive: 40 requests, 40 new connections, one lookup each', async () => {
