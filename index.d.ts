@@ -32,6 +32,17 @@ export interface Options {
     /** Distinct hostnames kept as labels; the rest count as _other (UVSCOPE_DNS_MAX_NAMES, default 100). */
     maxNames?: number;
   };
+  /** The threadpool tracer (async_hooks), see the README. */
+  tracer?: {
+    /** UVSCOPE_TRACER, default 'auto' (armed for a window when the pool looks saturated). */
+    mode?: 'auto' | 'on' | 'off';
+    /** A probe wait that arms it in auto mode (UVSCOPE_TRACER_THRESHOLD_MS, default 250). */
+    thresholdMs?: number;
+    /** How long auto mode stays armed (UVSCOPE_TRACER_WINDOW_MS, default 10000). */
+    windowMs?: number;
+    /** Time disarmed before auto mode may arm again (UVSCOPE_TRACER_COOLDOWN_MS, default 90000). */
+    cooldownMs?: number;
+  };
   /** Print the findings on stderr when the process exits (UVSCOPE_REPORT_ON_EXIT). */
   /** true: the text report on stderr at exit; a path ending in .html: the page with the data embedded. */
   reportOnExit?: boolean | string;
@@ -107,12 +118,44 @@ export interface Point {
   readonly histogram?: HistogramData;
 }
 
+/** One hostname's figures (snapshot.details.dns.hosts[]): interval figures since the last sample. */
+export interface DnsHostDetails {
+  readonly name: string;
+  readonly lookups: number;
+  readonly errors: number;
+  /** Sum of the durations of lookups that ended in the interval. */
+  readonly seconds: number;
+  readonly maxSeconds: number;
+  /** Lookups started while another of the same name was in flight. */
+  readonly duplicates: number;
+  readonly maxInFlight: number;
+  /** Lookups that waited for at least one resolv.conf timeout. */
+  readonly timeouts: number;
+  readonly inFlight: number;
+  readonly totalLookups: number;
+  readonly callers: readonly { caller: string; count: number; seconds: number }[];
+}
+
+/** snapshot.details: per-sampler figures for the last interval, by sampler name. */
+export interface SnapshotDetails {
+  readonly dns?: { readonly inFlight: number; readonly hosts: readonly DnsHostDetails[] };
+  readonly connections?: {
+    readonly connections: number;
+    readonly requests: number;
+    readonly newConnections: number;
+    readonly hosts: readonly { host: string; requests: number; newConnections: number }[];
+  };
+  /** resolv.conf as glibc reads it, and up to 1000 of the names /etc/hosts answers. */
+  readonly resolver?: Readonly<{ path: string; found: boolean; nameservers: string[]; search: string[]; ndots: number; timeout: number; attempts: number; options: string[]; hostsNames: string[] }>;
+  readonly [sampler: string]: unknown;
+}
+
 export interface Snapshot {
   readonly time: number;
   readonly intervalMs: number;
   readonly points: readonly Point[];
   /** Per-sampler details (per-hostname DNS figures, connections, resolv.conf). */
-  readonly details: Readonly<Record<string, unknown>>;
+  readonly details: SnapshotDetails;
   readonly findings: readonly Finding[];
 }
 
@@ -123,6 +166,14 @@ export interface MetricDef {
   readonly attributes: readonly string[];
   readonly help: string;
   readonly buckets?: readonly number[];
+  /** Recorded one observation per event, from a channel uvscope publishes (lib/channels.js). */
+  readonly perEvent?: Readonly<{ channel: string; value: string; attributes: Readonly<Record<string, string>> }>;
+  /** A histogram that gains at most one observation per series between two samples (a probe). */
+  readonly onePerSample?: true;
+  /** The interval gauges that carry this histogram where cumulative buckets cannot go. */
+  readonly intervalGauges?: readonly string[];
+  /** A runtime-metrics package the app may run (runtime-node, dd-trace) sends it too: left out next to it. */
+  readonly runtimeMetrics?: true;
 }
 
 /** What every sample hands each sampler. */
@@ -174,6 +225,11 @@ export interface ExporterContext {
   readonly ownLookup: (hostname: string, options: object, callback: (err: Error | null, address: string, family: number) => void) => void;
   /** An http(s) Agent for the exporter's own requests, not counted as the app's. */
   ownAgent(protocol: 'http:' | 'https:', options?: object): import('http').Agent;
+  /** The agent's HTTP endpoint, to add routes to; null when it opens none. */
+  readonly server: {
+    route(path: string, handler: (req: import('http').IncomingMessage, res: import('http').ServerResponse) => void | Promise<void>, description?: string): void;
+    readonly ready: Promise<{ host: string; port: number } | null>;
+  } | null;
 }
 
 export interface Agent {

@@ -26,7 +26,7 @@ const os = require('os');
 const http = require('http');
 const { spawn } = require('child_process');
 const autocannon = require('autocannon');
-const { freePort } = require('../test/helpers/child');
+const { freePort, stopChild } = require('../support/processes');
 
 const REPO = path.resolve(__dirname, '..');
 const REGISTER = path.join(REPO, 'register.js');
@@ -90,17 +90,7 @@ function startServer(withAgent, metricsPort) {
 
 /** SIGTERM by pid, SIGKILL after 5 s. */
 function stopServer(child) {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    const kill = setTimeout(() => {
-      try { process.kill(child.pid, 'SIGKILL'); } catch { /* gone */ }
-    }, 5000);
-    child.once('exit', () => {
-      clearTimeout(kill);
-      resolve();
-    });
-    try { process.kill(child.pid, 'SIGTERM'); } catch { clearTimeout(kill); resolve(); }
-  });
+  return stopChild(child, { signal: 'SIGTERM', graceMs: 5000 });
 }
 
 function scrape(port) {

@@ -28,6 +28,7 @@ const net = require('net');
 const { spawn } = require('child_process');
 
 const REPO = path.resolve(__dirname, '..');
+const { stopChild } = require(path.join(REPO, 'support', 'processes.js'));
 const uvscope = require(path.join(REPO, 'lib', 'index.js'));
 const { countTypes } = require(path.join(REPO, 'lib', 'samplers', 'resources.js'));
 const CLIENTS = path.join(__dirname, 'fixtures', 'socket-clients.js');
@@ -111,19 +112,8 @@ function startAgent(options) {
 }
 
 let child = null;
-function stopChild() {
-  return new Promise((resolve) => {
-    if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
-    const c = child;
-    const kill = setTimeout(() => {
-      try { process.kill(c.pid, 'SIGKILL'); } catch { /* gone */ }
-    }, 3000);
-    c.once('exit', () => {
-      clearTimeout(kill);
-      resolve();
-    });
-    try { process.kill(c.pid, 'SIGTERM'); } catch { clearTimeout(kill); resolve(); }
-  });
+function stopClients() {
+  return stopChild(child, { signal: 'SIGTERM', graceMs: 3000 });
 }
 
 async function main() {
@@ -227,7 +217,7 @@ async function main() {
   await uvscope.stop();
 
   // Close everything.
-  await stopChild();
+  await stopClients();
   for (const s of accepted) s.destroy();
   await new Promise((resolve) => server.close(resolve));
   while (accepted.size > 0) await new Promise((resolve) => setImmediate(resolve));
@@ -237,6 +227,6 @@ async function main() {
 
 main().catch(async (err) => {
   console.error(`sample-cost: ${err && err.stack ? err.stack : err}`);
-  await stopChild().catch(() => {});
+  await stopClients().catch(() => {});
   process.exit(1);
 });

@@ -34,6 +34,11 @@ const subscribed = Object.freeze({
   /** http: `{ request }` when an http.ClientRequest starts (Node 20+). */
   httpClientRequestStart: 'http.client.request.start',
   /**
+   * http: `{ request, response, socket, server }` when a server starts handling a request
+   * (Node 18.7+); the threadpool tracer labels work submitted while serving it with its route.
+   */
+  httpServerRequestStart: 'http.server.request.start',
+  /**
    * undici (fetch and the undici package): `{ request, headers, socket }` when a request is
    * written to a connection; request.origin names the host.
    */

@@ -23,6 +23,8 @@
  * @property {Function} ownLookup dns.lookup-compatible, not counted as the app's (lib/own-io.js)
  * @property {(protocol: string, options?: object) => import('http').Agent} ownAgent an http(s)
  *   Agent for the exporter's own requests, not counted as the app's (lib/own-io.js)
+ * @property {import('./server').AgentServer | null} server the agent's HTTP endpoint, to add
+ *   routes to (null when it opens none: UVSCOPE_EXPORTERS=none, or the app gave its own registry)
  */
 
 /** @type {Readonly<Record<string, () => { createExporter(context: ExporterContext): Exporter }>>} */

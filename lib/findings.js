@@ -3,12 +3,15 @@
 const { searchExpanded } = require('./resolver');
 const { dnsSlots } = require('./libuv');
 const { findPoint } = require('./snapshot');
+const { summarizePool, dnsSlotsAreTheLimit, threadpoolSaturated } = require('./threadpool-findings');
 
 // Thresholds, in one place. Each rule says in its evidence which one it crossed.
 const LIMITS = Object.freeze({
   windowMs: 60000,
   dnsWaitS: 0.02, // probe waited this long for a DNS slot: lookups are queueing
   dnsSaturatedIntervals: 2, // ...in at least this many intervals of the window
+  poolWaitS: 0.05, // the work probe waited this long for any thread: the pool is held
+  poolSaturatedIntervals: 3, // ...in at least this many intervals of the window
   // dns-no-cache: one name looked up again and again, for long enough, at a cost: a pool warming up
   // (a burst of lookups, then none) or a cron job's short bursts are not it.
   noCacheMinLookups: 20, // lookups of one name in the window
@@ -59,6 +62,7 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
       window.push(summary);
       if (window.length > size) window.shift();
       const found = [
+        threadpoolSaturated(window, lim),
         threadpoolDnsSaturated(window, lim),
         dnsResolverTimeout(window, sample.details.resolver),
         dnsNoCache(window, lim),
@@ -105,6 +109,7 @@ function summarize(sample, previous, previousTime) {
     connections: sample.details.connections || null,
     heapLimit: value('v8js.memory.heap.limit'),
     containerLimit: value('nodejs.memory.constrained'),
+    pool: summarizePool(sample, previous, seconds),
   };
 }
 
@@ -115,7 +120,9 @@ function threadpoolDnsSaturated(window, lim) {
     const loop = s.delayMax || 0;
     const stuck = s.probeStuck && loop < s.seconds / 2;
     const waited = s.dnsWaitMean !== null && s.dnsWaitMean >= lim.dnsWaitS + loop;
-    return s.queuedDns > 0 && (stuck || waited);
+    // Lookups wait for a DNS slot only while the rest of the pool is free; when no thread is,
+    // they wait behind other work (threadpool-saturated).
+    return s.queuedDns > 0 && (stuck || waited) && dnsSlotsAreTheLimit(s, lim);
   });
   if (hot.length < lim.dnsSaturatedIntervals) return null;
   const last = window[window.length - 1];

@@ -27,6 +27,7 @@ const DEFAULTS = Object.freeze({
   prometheus: Object.freeze({ host: '127.0.0.1', port: 9464, registry: undefined }),
   snapshot: Object.freeze({ host: '127.0.0.1', port: 9464 }),
   dns: Object.freeze({ maxNames: 100 }),
+  tracer: Object.freeze({ mode: 'auto', thresholdMs: 250, windowMs: 10000, cooldownMs: 90000 }),
   datadog: Object.freeze({
     url: undefined,
     host: 'localhost',
@@ -66,6 +67,12 @@ const SETTINGS = Object.freeze([
   setting('snapshot.host', 'UVSCOPE_SNAPSHOT_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0'),
   setting('snapshot.port', 'UVSCOPE_SNAPSHOT_PORT', parseInteger(0, 65535), 'an integer port from 0 to 65535'),
   setting('dns.maxNames', 'UVSCOPE_DNS_MAX_NAMES', parseInteger(1, 100000), 'an integer from 1 to 100000'),
+  // --- threadpool tracer (lib/tracer.js) ---
+  setting('tracer.mode', 'UVSCOPE_TRACER', (raw) => ['auto', 'on', 'off'].find((m) => m === String(raw).trim().toLowerCase()),
+    'auto (armed for a window when the pool looks saturated), on or off'),
+  setting('tracer.thresholdMs', 'UVSCOPE_TRACER_THRESHOLD_MS', parseInteger(1, 600000), 'an integer number of milliseconds from 1 to 600000 (a probe wait that arms the tracer)'),
+  setting('tracer.windowMs', 'UVSCOPE_TRACER_WINDOW_MS', parseInteger(100, 3600000), 'an integer number of milliseconds from 100 to 3600000 (how long auto mode stays armed)'),
+  setting('tracer.cooldownMs', 'UVSCOPE_TRACER_COOLDOWN_MS', parseInteger(0, 86400000), 'an integer number of milliseconds from 0 to 86400000 (time disarmed before auto mode may arm again)'),
   // --- datadog (exporters/datadog/) ---
   setting('datadog.url', 'DD_DOGSTATSD_URL', parseDogStatsdUrl, 'udp://host[:port], unix:///path/to/dsd.socket or unixgram:///path/to/dsd.socket'),
   setting('datadog.host', ['DD_DOGSTATSD_HOST', 'DD_AGENT_HOST'], parseHost, 'the Datadog Agent\'s hostname or IP address'),

@@ -16,6 +16,7 @@ const { WARNINGS } = require('./warnings');
 /**
  * The agent's HTTP endpoint.
  * @typedef {object} AgentServer
+ * @property {import('http').Server} server the node:http server
  * @property {(path: string, handler: RouteHandler, description?: string) => void} route serve
  *   GET/HEAD on an exact path (a later route on the same path replaces the earlier one)
  * @property {Promise<{ host: string, port: number } | null>} ready where it listens, or null when
@@ -62,7 +63,7 @@ function createAgentServer({ host, port, settings, what, component }) {
   server.on('connection', (socket) => socket.unref());
 
   const ready = new Promise((resolve) => {
-    server.once('error', (err) => {
+    server.once('error', (/** @type {NodeJS.ErrnoException} */ err) => {
       countError(component);
       const [hostVar, portVar] = settings;
       const hint = err.code === 'EADDRINUSE'
@@ -72,7 +73,7 @@ function createAgentServer({ host, port, settings, what, component }) {
       resolve(null);
     });
     server.listen(port, host, () => {
-      const a = server.address();
+      const a = /** @type {import('net').AddressInfo} */ (server.address());
       resolve({ host: a.address, port: a.port });
     });
     server.unref();

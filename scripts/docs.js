@@ -20,7 +20,7 @@ const { CATALOG, shortName } = require('../lib/metrics');
 const { WARNINGS } = require('../lib/warnings');
 const { prometheusName } = require('../exporters/prometheus');
 const { sentMetrics } = require('../exporters/datadog/series');
-const { RECORDED, RUNTIME_NODE_PREFIXES } = require('../exporters/otlp/instruments');
+const { instrumentOf } = require('../exporters/otlp/instruments');
 
 const ROOT = path.join(__dirname, '..');
 const BLOCK = /(<!-- generated: ([^>]*?) -->\n)([\s\S]*?)(<!-- \/generated -->)/g;
@@ -82,17 +82,13 @@ function datadogTable() {
 
 /** docs/opentelemetry.md: every instrument the OTLP exporter creates. */
 function otlpTable() {
-  const recorded = new Set(Object.values(RECORDED));
+  const INSTRUMENTS = { histogram: 'Histogram, one observation per event', observableCounter: 'ObservableCounter', observableGauge: 'ObservableGauge' };
   const rows = [];
   for (const m of CATALOG) {
-    let instrument;
-    if (m.type === 'histogram') {
-      if (!recorded.has(m.name)) continue; // pre-bucketed: left out (see "What is left out")
-      instrument = 'Histogram, one observation per event';
-    } else {
-      instrument = m.type === 'counter' ? 'ObservableCounter' : 'ObservableGauge';
-    }
-    if (RUNTIME_NODE_PREFIXES.some((p) => m.name.startsWith(p))) instrument += '; not next to runtime-node (`UVSCOPE_OTLP_RUNTIME_METRICS`)';
+    const kind = instrumentOf(m, { runtimeMetrics: true });
+    if (!kind) continue; // pre-bucketed: left out (see "What is left out")
+    let instrument = INSTRUMENTS[kind];
+    if (m.runtimeMetrics) instrument += '; not next to runtime-node (`UVSCOPE_OTLP_RUNTIME_METRICS`)';
     rows.push([code(m.name), instrument, code(m.unit), m.attributes.map(code).join(', ')]);
   }
   return table(['name', 'instrument', 'unit', 'attributes'], rows);
@@ -100,8 +96,7 @@ function otlpTable() {
 
 /** docs/opentelemetry.md: the catalog histograms the OTLP exporter leaves out. */
 function otlpLeftOut() {
-  const recorded = new Set(Object.values(RECORDED));
-  const names = CATALOG.filter((m) => m.type === 'histogram' && !recorded.has(m.name)).map((m) => code(m.name));
+  const names = CATALOG.filter((m) => !instrumentOf(m, { runtimeMetrics: true })).map((m) => code(m.name));
   return `Pre-bucketed histograms left out: ${names.join(', ')}.\n`;
 }
 

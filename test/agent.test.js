@@ -24,6 +24,44 @@ describe('agent', () => {
     assert.match(warnings[0], /sampler:boom failed.*sampler exploded/);
   });
 
+  it('each sample calls sample(), then every details(), then every endInterval(); details() alone ends no interval', async () => {
+    const r = await runNode(['-e', `
+      const uvscope = require(${JSON.stringify(ROOT)});
+      const agent = uvscope.start({ exporters: 'none', intervalMs: 3600000 });
+      const calls = [];
+      for (const name of ['a', 'b']) {
+        agent.samplers.push({
+          name,
+          sample() { calls.push(name + '.sample'); return []; },
+          details() { calls.push(name + '.details'); return { name }; },
+          endInterval() { calls.push(name + '.endInterval'); },
+          close() {},
+        });
+      }
+      require('dns').lookup('localhost', () => {
+        const dns = agent.samplers.find((s) => s.name === 'dns');
+        const twice = [dns.details().hosts[0].lookups, dns.details().hosts[0].lookups];
+        const first = agent.sampleNow();
+        const second = agent.sampleNow();
+        console.log(JSON.stringify({
+          calls, twice, details: first.details.a,
+          intervals: [first, second].map((s) => s.details.dns.hosts[0].lookups),
+          total: second.details.dns.hosts[0].totalLookups,
+        }));
+        uvscope.stop();
+      });
+    `]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(lastJson(r.stdout), {
+      calls: ['a.sample', 'b.sample', 'a.details', 'b.details', 'a.endInterval', 'b.endInterval',
+        'a.sample', 'b.sample', 'a.details', 'b.details', 'a.endInterval', 'b.endInterval'],
+      twice: [1, 1],
+      details: { name: 'a' },
+      intervals: [1, 0],
+      total: 1,
+    });
+  });
+
   it('start() never throws into the app, even when everything it touches is broken', async () => {
     const r = await runNode(['-e', `
       process.getActiveResourcesInfo = () => { throw new Error('no resources'); };

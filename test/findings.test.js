@@ -2,8 +2,8 @@
 
 const assert = require('node:assert/strict');
 const path = require('path');
-const { createDnsServer } = require('./helpers/dns-server');
-const { requireNamespace, runInNamespace, resolvConf } = require('./helpers/namespace');
+const { withDnsServer } = require('./helpers/dns-server');
+const { runInNamespace, resolvConf } = require('./helpers/namespace');
 const { REGISTER, FIXTURES, freePort, lastJson } = require('./helpers/child');
 
 async function scenario(name, { conf = {}, env = {} } = {}) {
@@ -20,17 +20,14 @@ async function scenario(name, { conf = {}, env = {} } = {}) {
 }
 
 describe('findings, against a DNS server the test controls', function () {
-  let server;
-  before(async function () {
-    requireNamespace(this);
-    server = await createDnsServer({ address: '127.0.0.2', port: 53 });
-    server.setName('slow.find.test', { a: '127.0.0.1', delayMs: 300 });
-    server.setName('dropped.find.test', { a: '127.0.0.1', dropFirst: 1 });
-    server.setName('api.corp.find.test', { a: '127.0.0.1' });
-    server.setName('*.find.test', { a: '127.0.0.1' });
-  });
-  after(async () => {
-    if (server) await server.close();
+  const server = withDnsServer({
+    address: '127.0.0.2',
+    names: {
+      'slow.find.test': { a: '127.0.0.1', delayMs: 300 },
+      'dropped.find.test': { a: '127.0.0.1', dropFirst: 1 },
+      'api.corp.find.test': { a: '127.0.0.1' },
+      '*.find.test': { a: '127.0.0.1' },
+    },
   });
 
   it('threadpool-dns-saturated: 20 concurrent 300 ms lookups on 2 DNS slots, with the pool size that would have sufficed', async () => {

@@ -5,9 +5,9 @@
 const http = require('http');
 const path = require('path');
 const { spawn } = require('child_process');
-const { createDnsServer } = require('../../test/helpers/dns-server');
-const { namespaceSupport, spawnInNamespace, resolvConf } = require('../../test/helpers/namespace');
-const { freePort, cleanEnv } = require('../../test/helpers/child');
+const { createDnsServer } = require('../../support/dns-server');
+const { namespaceSupport, spawnInNamespace, resolvConf } = require('../../support/namespace');
+const { freePort, cleanEnv, stopChild } = require('../../support/processes');
 const { findPoint } = require('../../lib/snapshot');
 
 const REGISTER = path.join(__dirname, '..', '..', 'register.js');
@@ -79,9 +79,7 @@ async function startApp({ app, env = {}, conf = {}, namespace = true }) {
         announce(`    ${app} keeps running: open ${page}; Ctrl-C ends it.`);
         await new Promise((resolve) => process.once('SIGINT', resolve));
       }
-      const exited = new Promise((r) => child.once('exit', r));
-      process.kill(child.pid, 'SIGKILL');
-      await exited;
+      await stopChild(child);
     },
   };
 }

@@ -6,7 +6,8 @@ const { readSetting } = require('../../lib/options');
 const { findPoint } = require('../../lib/snapshot');
 const { createSink } = require('./transport');
 const { createSeriesFlusher, tag } = require('./series');
-const { createLookupDistributions } = require('./lookups');
+const { CATALOG } = require('../../lib/metrics');
+const { createEventDistributions } = require('./lookups');
 const { createSpanTagger } = require('./spans');
 
 /**
@@ -24,7 +25,7 @@ const { createSpanTagger } = require('./spans');
 function createExporter(context) {
   const o = context.options.datadog;
   const target = o.url || { protocol: 'udp', host: o.host, port: o.port };
-  const { dnsLookupStart: startChannel, dnsLookupEnd: endChannel } = context.channels.published;
+  const { dnsLookupStart: startChannel } = context.channels.published;
 
   const sink = createSink({
     target,
@@ -36,7 +37,10 @@ function createExporter(context) {
   });
 
   const flushSeries = createSeriesFlusher({ sink, eventLoop: () => sendEventLoop(o.eventLoop) });
-  const lookups = createLookupDistributions({ sink, channel: endChannel, maxPerSecond: o.maxLookupsPerSecond });
+  // Every metric the catalog records per event goes as distributions, from its channel.
+  const distributions = CATALOG.filter((def) => def.perEvent).map((def) => createEventDistributions({
+    sink, def, channel: context.channels.published[def.perEvent.channel], maxPerSecond: o.maxLookupsPerSecond,
+  }));
   const spans = o.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(context.latest()) }) : null;
   let lastFlush = -Infinity;
 
@@ -54,7 +58,7 @@ function createExporter(context) {
       sink.flush();
     },
     async close() {
-      lookups.close();
+      for (const d of distributions) d.close();
       if (spans) spans.close();
       await sink.close();
     },

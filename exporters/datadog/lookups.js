@@ -1,6 +1,7 @@
 'use strict';
 
-const { tag } = require('./series');
+const { tagsOf } = require('./series');
+const { eventObservation } = require('../../lib/metrics');
 const { reportError } = require('../../lib/report');
 
 /**
@@ -18,18 +19,20 @@ function sampleRate(budget, n) {
 }
 
 /**
- * Every app lookup as one DogStatsD distribution value of dns.lookup.duration (seconds), tagged
- * dns_question_name (bounded like the Prometheus label) and error_type (on failure), so Datadog
- * computes percentiles across hosts. Above maxPerSecond lookups a second they are sampled with a
+ * Every event of a metric recorded per event (catalog field perEvent; today dns.lookup.duration:
+ * every app lookup) as one DogStatsD distribution value, tagged by its attributes' short names
+ * (dns_question_name, bounded like the Prometheus label; error_type only on failure), so Datadog
+ * computes percentiles across hosts. Above maxPerSecond events a second they are sampled with a
  * sample rate, never dropped silently.
  *
  * @param {object} options
  * @param {{distribution: Function}} options.sink
- * @param {import('diagnostics_channel').Channel} options.channel uvscope:dns.lookup:end
+ * @param {import('../../lib/metrics').MetricDef} options.def the catalog entry (with perEvent)
+ * @param {import('diagnostics_channel').Channel} options.channel its channel (lib/channels.js)
  * @param {number} options.maxPerSecond
  * @param {() => number} [options.now]
  */
-function createLookupDistributions({ sink, channel, maxPerSecond, now = Date.now }) {
+function createEventDistributions({ sink, def, channel, maxPerSecond, now = Date.now }) {
   let windowStart = -Infinity;
   let seen = 0;
   let lastSeen = 0;
@@ -43,9 +46,8 @@ function createLookupDistributions({ sink, channel, maxPerSecond, now = Date.now
         seen = 0;
       }
       seen++;
-      const tags = [tag('dns_question_name', msg.name)];
-      if (msg.errorType) tags.push(tag('error_type', msg.errorType));
-      sink.distribution('dns.lookup.duration', msg.seconds, sampleRate(maxPerSecond, Math.max(seen, lastSeen)), tags);
+      const { value, attributes } = eventObservation(def, msg);
+      sink.distribution(def.name, value, sampleRate(maxPerSecond, Math.max(seen, lastSeen)), tagsOf(attributes));
     } catch (err) {
       reportError('exporter:datadog', err);
     }
@@ -59,4 +61,4 @@ function createLookupDistributions({ sink, channel, maxPerSecond, now = Date.now
   };
 }
 
-module.exports = { createLookupDistributions, sampleRate };
+module.exports = { createEventDistributions, sampleRate };

@@ -4,10 +4,19 @@ const { CATALOG, shortName } = require('../../lib/metrics');
 
 const BY_NAME = new Map(CATALOG.map((m) => [m.name, m]));
 
-// Sent as they arrive instead (exporters/datadog/lookups.js): one distribution value per lookup.
-const PER_LOOKUP = 'dns.lookup.duration';
-// The interval gauges nodejs.eventloop.delay.{min,max,mean,p50,p90,p99} carry it to Datadog.
-const EVENTLOOP_HISTOGRAM = 'nodejs.eventloop.delay';
+/**
+ * How this exporter sends a catalog metric, from its catalog fields (lib/metrics.js):
+ * 'distribution' one value per event (def.perEvent: exporters/datadog/lookups.js), null when its
+ * interval gauges carry it (def.intervalGauges), 'counts' a histogram's count and sum, else
+ * 'count' (counters) or 'gauge'.
+ * @param {import('../../lib/metrics').MetricDef} def
+ * @returns {'distribution'|'counts'|'count'|'gauge'|null}
+ */
+function sendAs(def) {
+  if (def.perEvent) return 'distribution';
+  if (def.type === 'histogram') return def.intervalGauges ? null : 'counts';
+  return def.type === 'counter' ? 'count' : 'gauge';
+}
 
 /**
  * A DogStatsD tag value: the characters the protocol uses as separators (| , #), whitespace and
@@ -40,7 +49,8 @@ function tagsOf(attributes) {
  *
  * @param {object} options
  * @param {{gauge: Function, count: Function}} options.sink
- * @param {() => boolean} options.eventLoop whether to send nodejs.eventloop.* and v8js.* (heap, GC) now
+ * @param {() => boolean} options.eventLoop whether to send what dd-trace's runtime metrics send
+ *   too (catalog field runtimeMetrics: event loop, heap, GC) now
  */
 function createSeriesFlusher({ sink, eventLoop }) {
   const previous = new Map(); // name + tags -> last cumulative value
@@ -56,9 +66,10 @@ function createSeriesFlusher({ sink, eventLoop }) {
     let sent = 0;
     for (const p of snapshot.points) {
       const def = BY_NAME.get(p.name);
-      if (!def || p.name === PER_LOOKUP || p.name === EVENTLOOP_HISTOGRAM) continue;
+      const as = def && sendAs(def);
+      if (!as || as === 'distribution') continue;
       // dd-trace's runtime metrics send event-loop delay, heap and GC (runtime.node.*) already.
-      if (!withEventLoop && (p.name.startsWith('nodejs.eventloop.') || p.name.startsWith('v8js.'))) continue;
+      if (!withEventLoop && def.runtimeMetrics) continue;
       const tags = tagsOf(p.attributes);
       const key = `${p.name}|${tags.join(',')}`;
       if (p.histogram) {
@@ -84,12 +95,12 @@ function createSeriesFlusher({ sink, eventLoop }) {
 function sentMetrics() {
   const out = [];
   for (const m of CATALOG) {
-    if (m.name === EVENTLOOP_HISTOGRAM) continue;
-    if (m.name === PER_LOOKUP) out.push({ name: m.name, type: 'd', from: m.name });
-    else if (m.type === 'histogram') out.push({ name: `${m.name}.count`, type: 'c', from: m.name }, { name: `${m.name}.sum`, type: 'c', from: m.name });
-    else out.push({ name: m.name, type: m.type === 'counter' ? 'c' : 'g', from: m.name });
+    const as = sendAs(m);
+    if (as === 'distribution') out.push({ name: m.name, type: 'd', from: m.name });
+    else if (as === 'counts') out.push({ name: `${m.name}.count`, type: 'c', from: m.name }, { name: `${m.name}.sum`, type: 'c', from: m.name });
+    else if (as) out.push({ name: m.name, type: as === 'count' ? 'c' : 'g', from: m.name });
   }
   return out;
 }
 
-module.exports = { createSeriesFlusher, tagsOf, tag, sentMetrics };
+module.exports = { createSeriesFlusher, tagsOf, tag, sentMetrics, sendAs };

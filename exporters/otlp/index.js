@@ -1,5 +1,6 @@
 'use strict';
 
+const { CATALOG, eventObservation } = require('../../lib/metrics');
 const { globalMeterProvider } = require('./global');
 const { createInstruments, runtimeNodeLoaded } = require('./instruments');
 const { warnOnce, countError, reportError } = require('../../lib/report');
@@ -24,39 +25,45 @@ const WARN_WAITING_MS = 10000;
  */
 function createExporter(context) {
   const { mode, runtimeMetrics } = context.options.otlp;
-  const endChannel = context.channels.published.dnsLookupEnd;
   let binding = null; // { provider, mode: 'companion'|'standalone', instruments, standalone }
   let pending = [];
   let sampled = false;
   let closed = false;
   let standaloneFailed = false;
   const createdAt = Date.now();
-  const lastProbe = new Map(); // queue -> { count, sum } of the previous snapshot
+  const lastProbe = new Map(); // metric and attributes -> { count, sum } of the previous snapshot
 
-  function record(kind, seconds, attributes) {
+  function record(name, value, attributes) {
     if (binding) {
-      binding.instruments.record(kind, seconds, attributes);
+      binding.instruments.record(name, value, attributes);
     } else if (pending === null) {
       // uvscope's own provider could not be built: nothing is kept until an app provider appears.
     } else if (pending.length < MAX_PENDING) {
-      pending.push([kind, seconds, attributes]);
+      pending.push([name, value, attributes]);
     } else {
       countError('exporter:otlp');
       warnOnce(WARNINGS.OTLP_PENDING_FULL, `uvscope: ${MAX_PENDING} observations are waiting for an OpenTelemetry MeterProvider (UVSCOPE_OTLP_MODE=${mode}); later ones are dropped until one is registered`);
     }
   }
 
-  // Runs inside the app's dns.lookup callback path: diagnostics_channel rethrows a subscriber's
-  // error on the next tick, so nothing may escape.
-  function onLookup(event) {
-    try {
-      record('dns', event.seconds, { 'dns.question.name': event.name, 'error.type': event.errorType });
-      record('dnsQueueWait', event.queueWaitSeconds, { 'dns.question.name': event.name });
-    } catch (err) {
-      reportError('exporter:otlp', err);
-    }
-  }
-  endChannel.subscribe(onLookup);
+  // Every metric the catalog records per event, from its channel. Runs inside the app's path (a
+  // dns.lookup callback): diagnostics_channel rethrows a subscriber's error on the next tick, so
+  // nothing may escape.
+  const subscriptions = CATALOG.filter((def) => def.perEvent).map((def) => {
+    const channel = context.channels.published[def.perEvent.channel];
+    const onEvent = (message) => {
+      try {
+        const { value, attributes } = eventObservation(def, message);
+        record(def.name, value, attributes);
+      } catch (err) {
+        reportError('exporter:otlp', err);
+      }
+    };
+    channel.subscribe(onEvent);
+    return () => channel.unsubscribe(onEvent);
+  });
+  // Histograms that gain at most one observation per series between two samples (the probes).
+  const onePerSample = new Set(CATALOG.filter((def) => def.type === 'histogram' && def.onePerSample).map((def) => def.name));
 
   function bind(provider, as, standalone) {
     unbind();
@@ -65,7 +72,7 @@ function createExporter(context) {
     if (standalone) process.on('SIGTERM', onSigterm);
     const replay = pending || [];
     pending = [];
-    for (const [kind, seconds, attributes] of replay) instruments.record(kind, seconds, attributes);
+    for (const [name, value, attributes] of replay) instruments.record(name, value, attributes);
   }
 
   function unbind() {
@@ -145,23 +152,23 @@ function createExporter(context) {
       if (closed) return;
       sampled = true;
       choose();
-      // One probe per queue is in flight at a time and a new one starts only after a sample, so
-      // between two snapshots a queue's histogram gains at most one observation: the difference
-      // of the sums is that probe's wait, exactly.
+      // A onePerSample histogram (one probe per queue in flight at a time, a new one only after a
+      // sample) gains at most one observation between two snapshots: the difference of the sums
+      // is that observation, exactly.
       for (const p of snapshot.points) {
-        if (p.name !== 'nodejs.uv.threadpool.queue_wait') continue;
-        const queue = p.attributes['nodejs.uv.threadpool.queue'];
-        const before = lastProbe.get(queue) || { count: 0, sum: 0 };
+        if (!p.histogram || !onePerSample.has(p.name)) continue;
+        const key = `${p.name}\u0000${JSON.stringify(p.attributes)}`;
+        const before = lastProbe.get(key) || { count: 0, sum: 0 };
         const added = p.histogram.count - before.count;
-        if (added === 1) record('queueWait', Math.max(0, p.histogram.sum - before.sum), p.attributes);
+        if (added === 1) record(p.name, Math.max(0, p.histogram.sum - before.sum), p.attributes);
         else if (added > 1) countError('exporter:otlp'); // cannot happen with one probe at a time; never guess values
-        lastProbe.set(queue, { count: p.histogram.count, sum: p.histogram.sum });
+        lastProbe.set(key, { count: p.histogram.count, sum: p.histogram.sum });
       }
     },
     async close() {
       if (closed) return;
       closed = true;
-      endChannel.unsubscribe(onLookup);
+      for (const unsubscribe of subscriptions) unsubscribe();
       await unbind();
     },
   };

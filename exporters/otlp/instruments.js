@@ -1,26 +1,32 @@
 'use strict';
 
 const path = require('path');
-const { CATALOG, metric } = require('../../lib/metrics');
+const { CATALOG } = require('../../lib/metrics');
 
 const SCOPE = 'uvscope';
 const SCOPE_VERSION = require('../../package.json').version;
 
-// Histograms recorded one observation at a time. Each lookup and each probe is a real value, so
-// the SDK's histogram (explicit buckets, an exponential one, min and max) is true whatever
-// aggregation the app's views choose.
-const RECORDED = Object.freeze({ dns: 'dns.lookup.duration', dnsQueueWait: 'nodejs.dns.lookup.queue_wait', queueWait: 'nodejs.uv.threadpool.queue_wait' });
-
-// Every other catalog histogram (nodejs.eventloop.delay, ...) reaches the snapshot pre-bucketed.
-// The metrics API only takes single values, and replaying made-up values into the app's
-// aggregation (whose buckets, exponential or not, the app's views choose) would be fake data, so
-// those are left out here: the event loop goes out as the interval gauges nodejs.eventloop.delay.*
-// (the semantic conventions' own shape), and Prometheus keeps the histograms.
-
-// What @opentelemetry/instrumentation-runtime-node exports too (nodejs.eventloop.delay.*,
-// .utilization, .time; v8js.gc.duration, v8js.memory.heap.*): left out next to it, so no name is
-// exported twice on one provider.
-const RUNTIME_NODE_PREFIXES = Object.freeze(['nodejs.eventloop.', 'v8js.']);
+/**
+ * The instrument a catalog metric becomes, derived from its catalog fields (lib/metrics.js), or
+ * null when it is left out:
+ * - a histogram recorded one observation at a time (def.perEvent: each lookup; def.onePerSample:
+ *   each probe) is a Histogram: each value is real, so the SDK's histogram (explicit buckets, an
+ *   exponential one, min and max) is true whatever aggregation the app's views choose;
+ * - every other histogram reaches the snapshot pre-bucketed. The metrics API only takes single
+ *   values, and replaying made-up values into the app's aggregation would be fake data, so it is
+ *   left out (the event loop goes out as its interval gauges, the semantic conventions' own shape;
+ *   Prometheus keeps the histograms);
+ * - what @opentelemetry/instrumentation-runtime-node exports too (def.runtimeMetrics) is left out
+ *   next to it, so no name is exported twice on one provider.
+ * @param {import('../../lib/metrics').MetricDef} def
+ * @param {{ runtimeMetrics: boolean }} options false: runtime-node's metrics are left out
+ * @returns {'histogram'|'observableCounter'|'observableGauge'|null}
+ */
+function instrumentOf(def, { runtimeMetrics }) {
+  if (!runtimeMetrics && def.runtimeMetrics) return null;
+  if (def.type === 'histogram') return def.perEvent || def.onePerSample ? 'histogram' : null;
+  return def.type === 'counter' ? 'observableCounter' : 'observableGauge';
+}
 
 /** Whether @opentelemetry/instrumentation-runtime-node is loaded in this process. */
 function runtimeNodeLoaded() {
@@ -30,29 +36,27 @@ function runtimeNodeLoaded() {
 
 /**
  * Create uvscope's instruments on a meter provider: observable gauges and counters read the
- * latest snapshot in one batch callback; the DNS and queue-wait histograms take single observations.
+ * latest snapshot in one batch callback; histograms recorded per event or per probe take single
+ * observations (instrumentOf).
  * @param {object} provider an OpenTelemetry MeterProvider (the app's global one or uvscope's own)
  * @param {() => object|null} latest the latest snapshot
  * @param {{ runtimeMetrics: boolean }} options false leaves out what runtime-node exports too
- * @returns {{ record(kind: 'dns'|'dnsQueueWait'|'queueWait', seconds: number, attributes: object): void, names: string[], close(): void }}
+ * @returns {{ record(name: string, value: number, attributes: object): void, names: string[], close(): void }}
  */
 function createInstruments(provider, latest, { runtimeMetrics }) {
   const meter = provider.getMeter(SCOPE, SCOPE_VERSION);
   const observables = new Map();
+  const histograms = new Map();
   for (const def of CATALOG) {
-    if (def.type === 'histogram') continue;
-    if (!runtimeMetrics && RUNTIME_NODE_PREFIXES.some((prefix) => def.name.startsWith(prefix))) continue;
+    const kind = instrumentOf(def, { runtimeMetrics });
     const opts = { description: def.help, unit: def.unit };
-    observables.set(def.name, def.type === 'counter' ? meter.createObservableCounter(def.name, opts) : meter.createObservableGauge(def.name, opts));
-  }
-  const histograms = {};
-  for (const [kind, name] of Object.entries(RECORDED)) {
-    const def = metric(name);
-    histograms[kind] = meter.createHistogram(name, {
-      description: def.help,
-      unit: def.unit,
-      advice: { explicitBucketBoundaries: [...def.buckets] },
-    });
+    if (kind === 'histogram') {
+      histograms.set(def.name, meter.createHistogram(def.name, { ...opts, advice: { explicitBucketBoundaries: [...def.buckets] } }));
+    } else if (kind === 'observableCounter') {
+      observables.set(def.name, meter.createObservableCounter(def.name, opts));
+    } else if (kind === 'observableGauge') {
+      observables.set(def.name, meter.createObservableGauge(def.name, opts));
+    }
   }
 
   const observe = (result) => {
@@ -67,9 +71,11 @@ function createInstruments(provider, latest, { runtimeMetrics }) {
   meter.addBatchObservableCallback(observe, list);
 
   return {
-    names: [...observables.keys(), ...Object.values(RECORDED)],
-    record(kind, seconds, attributes) {
-      histograms[kind].record(seconds, otelAttributes(attributes));
+    names: [...observables.keys(), ...histograms.keys()],
+    /** Record one observation of a histogram metric (left out ones are ignored). */
+    record(name, value, attributes) {
+      const histogram = histograms.get(name);
+      if (histogram) histogram.record(value, otelAttributes(attributes));
     },
     close() {
       meter.removeBatchObservableCallback(observe, list);
@@ -88,4 +94,4 @@ function otelAttributes(attributes) {
   return out;
 }
 
-module.exports = { createInstruments, runtimeNodeLoaded, RUNTIME_NODE_PREFIXES, otelAttributes, SCOPE, SCOPE_VERSION, RECORDED };
+module.exports = { createInstruments, instrumentOf, runtimeNodeLoaded, otelAttributes, SCOPE, SCOPE_VERSION };

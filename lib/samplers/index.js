@@ -55,7 +55,7 @@ const { createMemorySampler } = require('./memory');
  */
 const SAMPLERS = Object.freeze([
   { name: 'resources', create: () => createResourcesSampler() },
-  { name: 'threadpool', create: (ctx) => createThreadpoolSampler({ lookup: ctx.ownIo.lookup }) },
+  { name: 'threadpool', create: (ctx) => createThreadpoolSampler({ lookup: ctx.ownIo.lookup, tracer: ctx.options.tracer }) },
   { name: 'eventloop', create: () => createEventLoopSampler() },
   { name: 'dns', create: createDns },
   { name: 'connections', create: () => createConnectionsSampler() },

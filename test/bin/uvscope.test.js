@@ -3,7 +3,7 @@
 const assert = require('node:assert/strict');
 const path = require('path');
 const { parseArgs, nodeOptionsWithPreload, snapshotUrl } = require('../../bin/uvscope');
-const { ROOT, FIXTURES, runNode, lastJson, freePort, parsePrometheus, sampleValue } = require('../helpers/child');
+const { ROOT, FIXTURES, runNode, lastJson, freePort, stopChild, parsePrometheus, sampleValue } = require('../helpers/child');
 
 const BIN = path.join(ROOT, 'bin', 'uvscope.js');
 
@@ -63,7 +63,7 @@ describe('uvscope report', () => {
       assert.equal(down.code, 1);
       assert.match(down.stderr, /uvscope report: cannot read http:\/\/127\.0\.0\.1:\d+\/snapshot\.json/);
     } finally {
-      process.kill(app.pid, 'SIGKILL');
+      await stopChild(app);
     }
   });
 

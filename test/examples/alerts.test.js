@@ -7,9 +7,9 @@ const fsp = require('node:fs/promises');
 const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
-const { ROOT, REGISTER, FIXTURES, cleanEnv, freePort, parsePrometheus, sampleValue, scrape } = require('../helpers/child');
-const { createDnsServer } = require('../helpers/dns-server');
-const { requireNamespace, resolvConf, spawnInNamespace } = require('../helpers/namespace');
+const { ROOT, REGISTER, FIXTURES, cleanEnv, freePort, stopChild, parsePrometheus, sampleValue, scrape } = require('../helpers/child');
+const { withDnsServer } = require('../helpers/dns-server');
+const { resolvConf, spawnInNamespace } = require('../helpers/namespace');
 const { prometheusSupport, promtoolTestRules, requirePrometheus, startPrometheus } = require('../helpers/prometheus');
 
 const DIR = path.join(ROOT, 'examples', 'prometheus');
@@ -109,30 +109,22 @@ describe('examples/prometheus/alerts.yml', function () {
   });
 
   describe('in a real Prometheus, against an app with thousands of pending lookups (the klarna state)', function () {
-    let dnsServer;
     let app;
     let promStarting;
     let tmp;
 
-    before(async function () {
+    before(function () {
       requirePrometheus(this);
-      requireNamespace(this);
-      dnsServer = await createDnsServer({ address: '127.0.0.6', port: 53 });
-      // Answered after 1 s: with 2 DNS slots, 2 lookups finish a second and 3000 stay pending.
-      dnsServer.setName('*.backlog.test', { a: '127.0.0.1', delayMs: 1000 });
     });
-
+    // Runs before the DNS server's own after(): the app goes first.
     after(async () => {
       const prom = promStarting && await promStarting.catch(() => null);
       if (prom) await prom.close();
-      if (app && app.exitCode === null && app.signalCode === null) {
-        const exited = new Promise((resolve) => app.once('exit', resolve));
-        process.kill(app.pid, 'SIGKILL');
-        await exited;
-      }
-      if (dnsServer) await dnsServer.close();
+      await stopChild(app);
       if (tmp) await fsp.rm(tmp, { recursive: true, force: true });
     });
+    // Answered after 1 s: with 2 DNS slots, 2 lookups finish a second and 3000 stay pending.
+    withDnsServer({ address: '127.0.0.6', names: { '*.backlog.test': { a: '127.0.0.1', delayMs: 1000 } } });
 
     it('UvscopeDnsLookupBacklog fires, through the alerts API, with the instance and the backlog in its text', async function () {
       this.timeout(40000);

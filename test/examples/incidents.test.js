@@ -63,4 +63,27 @@ describe('the incident lab (examples/incidents)', function () {
     assert.ok(r.findings.includes('http-no-keepalive'), r.findings.join());
     assert.ok(!r.findings.includes('threadpool-dns-saturated'), 'a blocked loop is not a DNS queue');
   });
+
+  it('crypto: pbkdf2 on the pool starves DNS and fs; threadpool-saturated, never a DNS finding; hashing in worker_threads clears it', async () => {
+    const r = await require('../../examples/incidents/crypto').run({ ...quiet, seconds: 3 });
+    const pool = r.pool.snapshot.findings.find((f) => f.id === 'threadpool-saturated');
+    assert.ok(pool, r.pool.findings.join());
+    assert.ok(!r.pool.findings.includes('threadpool-dns-saturated'), r.pool.findings.join());
+    assert.ok(!r.pool.findings.includes('dns-no-cache'), r.pool.findings.join());
+    assert.match(pool.summary, /Not DNS/);
+    // The lookups and the profile route wait behind the hashes, and not once they run in workers.
+    assert.ok(r.pool.lookupMeanSeconds > 10 * r.worker.lookupMeanSeconds, `lookups ${r.pool.lookupMeanSeconds} vs ${r.worker.lookupMeanSeconds}`);
+    assert.ok(r.pool.profileMeanSeconds > 10 * r.worker.profileMeanSeconds, `profile ${r.pool.profileMeanSeconds} vs ${r.worker.profileMeanSeconds}`);
+    assert.ok(!r.worker.findings.includes('threadpool-saturated'), r.worker.findings.join());
+    assert.ok(!r.worker.findings.includes('threadpool-dns-saturated'), r.worker.findings.join());
+    // Once the tracer has armed (UVSCOPE_TRACER=auto), the finding names pbkdf2 and the route.
+    const tracer = r.pool.snapshot.details.threadpool && r.pool.snapshot.details.threadpool.tracer;
+    if (tracer && tracer.armings > 0) {
+      assert.equal(pool.evidence.holder.type, 'PBKDF2REQUEST');
+      assert.equal(pool.evidence.holder.name, 'pbkdf2');
+      assert.deepEqual(pool.evidence.holder.routes[0] && { method: pool.evidence.holder.routes[0].method, route: pool.evidence.holder.routes[0].route }, { method: 'POST', route: '/login' });
+      assert.match(pool.evidence.holder.callers[0].caller, /login-app\.js:\d+$/);
+      assert.match(pool.summary, /held by crypto \(pbkdf2\)/);
+    }
+  });
 });

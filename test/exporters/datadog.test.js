@@ -7,8 +7,8 @@ const os = require('node:os');
 const path = require('node:path');
 const { decode } = require('@msgpack/msgpack');
 const { createDogStatsdReceiver, udsSupport } = require('../helpers/dogstatsd-receiver');
-const { createDnsServer } = require('../helpers/dns-server');
-const { requireNamespace, runInNamespace, resolvConf } = require('../helpers/namespace');
+const { withDnsServer } = require('../helpers/dns-server');
+const { runInNamespace, resolvConf } = require('../helpers/namespace');
 const { REGISTER, FIXTURES, ROOT, runNode, lastJson, freePort } = require('../helpers/child');
 
 const APP = path.join(FIXTURES, 'datadog-app.js');
@@ -131,15 +131,8 @@ describe('exporters/datadog: DogStatsD to a receiver the test runs', function ()
 });
 
 describe('exporters/datadog: the Agent host is looked up in the background, never per datagram', function () {
-  let server;
+  const server = withDnsServer({ address: '127.0.0.4' });
   let second;
-  before(async function () {
-    requireNamespace(this);
-    server = await createDnsServer({ address: '127.0.0.4', port: 53 });
-  });
-  after(async () => {
-    if (server) await server.close();
-  });
   afterEach(async () => {
     if (second) await second.close();
     second = null;
@@ -211,15 +204,7 @@ async function createTraceAgent() {
 }
 
 describe('exporters/datadog: companion to dd-trace (the real package)', function () {
-  let server;
-  before(async function () {
-    requireNamespace(this);
-    server = await createDnsServer({ address: '127.0.0.4', port: 53 });
-    server.setName('*.slow.test', { a: '127.0.0.1', delayMs: 300 });
-  });
-  after(async () => {
-    if (server) await server.close();
-  });
+  withDnsServer({ address: '127.0.0.4', names: { '*.slow.test': { a: '127.0.0.1', delayMs: 300 } } });
 
   for (const order of [['dd-trace', 'uvscope'], ['uvscope', 'dd-trace']]) {
     it(`--require ${order.join(' --require ')}: dd-trace's dns.lookup spans carry the backlog they waited behind, and uvscope still times every lookup`, async () => {

@@ -3,9 +3,9 @@
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
-const { createDnsServer } = require('../helpers/dns-server');
-const { requireNamespace, spawnInNamespace, resolvConf } = require('../helpers/namespace');
-const { REGISTER, FIXTURES, cleanEnv, freePort } = require('../helpers/child');
+const { withDnsServer } = require('../helpers/dns-server');
+const { spawnInNamespace, resolvConf } = require('../helpers/namespace');
+const { REGISTER, FIXTURES, cleanEnv, freePort, stopChild } = require('../helpers/child');
 const { createOtlpReceiver } = require('../helpers/otlp-receiver');
 const { DNS_BUCKETS, QUEUE_WAIT_BUCKETS } = require('../../lib/metrics');
 
@@ -54,14 +54,6 @@ function startApp({ plan = {}, preload = [REGISTER], vars = {}, namespace = true
   return { child, ready, exited, stderr: () => stderr };
 }
 
-function stopChild(child) {
-  try {
-    process.kill(child.pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-}
-
 /** The newest data point of a metric (exported by scope) with these attributes, exactly. */
 function point(rows, name, attributes = {}, scope = 'uvscope') {
   const found = rows.filter((m) => m.name === name && m.scope.name === scope)
@@ -79,22 +71,17 @@ function lastRequestRows(receiver) {
   return require('../helpers/otlp-receiver').flatten(withBody[withBody.length - 1].body);
 }
 
-afterEach(() => {
-  for (const child of children) stopChild(child);
-});
+afterEach(() => Promise.all([...children].map((child) => stopChild(child))));
 
 describe('exporters/otlp: standalone, real OTLP exporters, against the test DNS server', function () {
-  let dnsServer;
-  before(async function () {
-    requireNamespace(this);
-    dnsServer = await createDnsServer({ address: NAMESERVER, port: 53 });
-    dnsServer.setName('slow.otlp.test', { a: '127.0.0.1', delayMs: DELAY_MS });
-    dnsServer.setName('fast.otlp.test', { a: '127.0.0.1' });
-    dnsServer.setName('missing.otlp.test', { nxdomain: true });
-    dnsServer.setName('broken.otlp.test', { servfail: true });
-  });
-  after(async () => {
-    if (dnsServer) await dnsServer.close();
+  withDnsServer({
+    address: NAMESERVER,
+    names: {
+      'slow.otlp.test': { a: '127.0.0.1', delayMs: DELAY_MS },
+      'fast.otlp.test': { a: '127.0.0.1' },
+      'missing.otlp.test': { nxdomain: true },
+      'broken.otlp.test': { servfail: true },
+    },
   });
 
   for (const [protocol, transport] of Object.entries(PROTOCOLS)) {
@@ -199,15 +186,9 @@ describe('exporters/otlp: standalone, real OTLP exporters, against the test DNS 
 });
 
 describe('exporters/otlp: companion, inside the app\'s own NodeSDK', function () {
-  let dnsServer;
-  before(async function () {
-    requireNamespace(this);
-    dnsServer = await createDnsServer({ address: NAMESERVER, port: 53 });
-    dnsServer.setName('slow.otlp.test', { a: '127.0.0.1', delayMs: DELAY_MS });
-    dnsServer.setName('missing.otlp.test', { nxdomain: true });
-  });
-  after(async () => {
-    if (dnsServer) await dnsServer.close();
+  withDnsServer({
+    address: NAMESERVER,
+    names: { 'slow.otlp.test': { a: '127.0.0.1', delayMs: DELAY_MS }, 'missing.otlp.test': { nxdomain: true } },
   });
 
   /** Run the app with its SDK sending to one receiver and uvscope's standalone endpoint to another. */
@@ -373,9 +354,7 @@ describe('exporters/otlp: zero cost when off, and never keeps the app alive', fu
 });
 
 describe('exporters/otlp: the exporter\'s own traffic', function () {
-  after(() => {
-    for (const child of children) stopChild(child);
-  });
+  after(() => Promise.all([...children].map((child) => stopChild(child))));
 
   for (const protocol of ['http/protobuf', 'http/json']) {
     it(`${protocol}: exports to a hostname every 200 ms, and none of its requests, connections or lookups count as the app's`, async () => {

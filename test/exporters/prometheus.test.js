@@ -5,7 +5,7 @@ const path = require('path');
 const { spawn } = require('child_process');
 const { prometheusName } = require('../../exporters/prometheus');
 const { CATALOG, metric } = require('../../lib/metrics');
-const { ROOT, REGISTER, FIXTURES, cleanEnv, runNode, lastJson, freePort, parsePrometheus, sampleValue, scrape } = require('../helpers/child');
+const { ROOT, REGISTER, FIXTURES, cleanEnv, runNode, lastJson, freePort, stopChild, parsePrometheus, sampleValue, scrape } = require('../helpers/child');
 const { requirePrometheus, promtoolCheckMetrics, startPrometheus } = require('../helpers/prometheus');
 
 describe('exporters/prometheus', function () {
@@ -92,7 +92,7 @@ describe('exporters/prometheus', function () {
     });
     after(async () => {
       if (prom) await prom.close();
-      if (app && app.exitCode === null) process.kill(app.pid, 'SIGKILL');
+      await stopChild(app);
     });
 
     it('returns uvscope\'s series through the query API', async function () {

@@ -1,24 +1,12 @@
 'use strict';
 
 const { spawn } = require('child_process');
-const net = require('net');
 const path = require('path');
+const { cleanEnv, freePort, stopChild } = require('../../support/processes');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const REGISTER = path.join(ROOT, 'register.js');
 const FIXTURES = path.join(ROOT, 'test', 'fixtures');
-
-/**
- * Environment for a child: the parent's, without NODE_OPTIONS or UVSCOPE_* leaking in. The
- * snapshot's own server (on when Prometheus is off) takes a free port unless the test names one,
- * so children running at once never compete for its default port.
- */
-function cleanEnv(extra = {}) {
-  const env = { ...process.env };
-  delete env.NODE_OPTIONS;
-  for (const k of Object.keys(env)) if (k.startsWith('UVSCOPE_') || k === 'UV_THREADPOOL_SIZE') delete env[k];
-  return { ...env, UVSCOPE_SNAPSHOT_PORT: '0', ...extra };
-}
 
 /**
  * Run node with args to completion; kill it by pid if it outlives timeoutMs.
@@ -49,18 +37,6 @@ function lastJson(stdout) {
   const lines = stdout.trim().split('\n').filter((l) => l.startsWith('{') || l.startsWith('['));
   if (lines.length === 0) throw new Error(`no JSON in child output: ${stdout}`);
   return JSON.parse(lines[lines.length - 1]);
-}
-
-/** A free TCP port on 127.0.0.1 (listen on 0, close). */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /**
@@ -104,4 +80,4 @@ async function scrape(port, { timeoutMs = 10000, host = '127.0.0.1' } = {}) {
   }
 }
 
-module.exports = { ROOT, REGISTER, FIXTURES, cleanEnv, runNode, lastJson, freePort, parsePrometheus, sampleValue, scrape };
+module.exports = { ROOT, REGISTER, FIXTURES, cleanEnv, runNode, lastJson, freePort, stopChild, parsePrometheus, sampleValue, scrape };

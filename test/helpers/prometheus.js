@@ -1,6 +1,6 @@
 'use strict';
 
-const { freePort } = require('./child');
+const { freePort, stopChild } = require('./child');
 
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -209,12 +209,8 @@ async function launch(binary, opts, port) {
 
 async function terminate(inst, graceMs = 5000) {
   if (!inst.getExit()) {
-    try { process.kill(inst.child.pid, 'SIGTERM'); } catch { /* already gone */ }
-    const timer = setTimeout(() => {
-      try { process.kill(inst.child.pid, 'SIGKILL'); } catch { /* already gone */ }
-    }, graceMs);
+    await stopChild(inst.child, { signal: 'SIGTERM', graceMs });
     await inst.exited;
-    clearTimeout(timer);
   }
   await fsp.rm(inst.dir, { recursive: true, force: true });
 }

@@ -12,9 +12,9 @@ const os = require('node:os');
 const path = require('node:path');
 const dgram = require('node:dgram');
 const { spawn } = require('node:child_process');
-const { createDnsServer } = require('../helpers/dns-server');
-const { requireNamespace, spawnInNamespace, resolvConf } = require('../helpers/namespace');
-const { REGISTER, FIXTURES, ROOT, cleanEnv, freePort, runNode } = require('../helpers/child');
+const { withDnsServer } = require('../helpers/dns-server');
+const { spawnInNamespace, resolvConf } = require('../helpers/namespace');
+const { REGISTER, FIXTURES, ROOT, cleanEnv, freePort, runNode, stopChild } = require('../helpers/child');
 const { requireBrowser, launchBrowser, screenshot } = require('../helpers/browser');
 
 const NAMESERVER = '127.0.18.1';
@@ -36,14 +36,6 @@ function firstLine(child) {
     child.stdout.on('data', onData);
     child.once('exit', (code) => reject(new Error(`the app exited (${code}) before it was ready`)));
   });
-}
-
-/** Stop a child by its pid and wait for it to be gone. */
-async function stopChild(child) {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  process.kill(child.pid, 'SIGKILL');
-  await exited;
 }
 
 const text = (page, selector) => page.locator(selector).first().innerText();
@@ -69,14 +61,16 @@ describe('the page (lib/page) in a real browser', function () {
   });
 
   describe('an app in the klarna state (hot-shots resolving per datagram, DNS answering in 50 ms)', function () {
-    let dns;
     let statsd;
     let app;
     let port;
+    // Registered first so that it runs before the DNS server's own after(): the app goes first.
+    after(async () => {
+      await stopChild(app);
+      if (statsd) statsd.close();
+    });
+    const dns = withDnsServer({ address: NAMESERVER, names: { 'statsd.page.test': { a: '127.0.0.1', delayMs: 50 } } });
     before(async function () {
-      requireNamespace(this);
-      dns = await createDnsServer({ address: NAMESERVER, port: 53 });
-      dns.setName('statsd.page.test', { a: '127.0.0.1', delayMs: 50 });
       statsd = dgram.createSocket('udp4');
       await new Promise((r) => statsd.bind(0, '127.0.0.1', r));
       port = await freePort();
@@ -90,11 +84,6 @@ describe('the page (lib/page) in a real browser', function () {
       // 2,000 lookups a second against 2 DNS slots answering in 50 ms (40 a second): the
       // backlog grows by about 1,960 a second.
       await new Promise((r) => setTimeout(r, 2500));
-    });
-    after(async () => {
-      await stopChild(app);
-      if (statsd) statsd.close();
-      if (dns) await dns.close();
     });
 
     it('shows the backlog, the finding with its advice, the DNS slots held by lookups and the host', async () => {

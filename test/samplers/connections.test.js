@@ -5,8 +5,8 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { spawnSync } = require('child_process');
-const { createDnsServer } = require('../helpers/dns-server');
-const { requireNamespace, runInNamespace, resolvConf } = require('../helpers/namespace');
+const { withDnsServer } = require('../helpers/dns-server');
+const { runInNamespace, resolvConf } = require('../helpers/namespace');
 const { FIXTURES, runNode, lastJson } = require('../helpers/child');
 
 const APP = path.join(FIXTURES, 'connections-app.js');
@@ -82,15 +82,7 @@ describe('samplers/connections', function () {
   });
 
   describe('against a DNS server the test controls', function () {
-    let server;
-    before(async function () {
-      requireNamespace(this);
-      server = await createDnsServer({ address: '127.0.14.1', port: 53 });
-      server.setName('conn.slow.test', { a: '127.0.0.1', delayMs: 150 });
-    });
-    after(async () => {
-      if (server) await server.close();
-    });
+    const server = withDnsServer({ address: '127.0.14.1', names: { 'conn.slow.test': { a: '127.0.0.1', delayMs: 150 } } });
 
     it('the dns phase of each connect is the time the DNS server took to answer; the tcp phase the rest', async () => {
       const r = await runInNamespace({

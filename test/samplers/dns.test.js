@@ -2,8 +2,8 @@
 
 const assert = require('node:assert/strict');
 const path = require('path');
-const { createDnsServer } = require('../helpers/dns-server');
-const { requireNamespace, runInNamespace, resolvConf } = require('../helpers/namespace');
+const { withDnsServer } = require('../helpers/dns-server');
+const { runInNamespace, resolvConf } = require('../helpers/namespace');
 const { REGISTER, FIXTURES, freePort, lastJson, parsePrometheus, sampleValue } = require('../helpers/child');
 
 const APP = path.join(FIXTURES, 'dns-app.js');
@@ -33,18 +33,15 @@ function lookupSeries(samples, name, errorType = '') {
 }
 
 describe('samplers/dns: every lookup, against a DNS server the test controls', function () {
-  let server;
-  before(async function () {
-    requireNamespace(this);
-    server = await createDnsServer({ address: '127.0.0.2', port: 53 });
-    server.setName('*.slow.test', { a: '127.0.0.1', delayMs: DELAY_MS });
-    server.setName('missing.test', { nxdomain: true });
-    server.setName('broken.test', { servfail: true });
-    server.setName('dropped.test', { a: '127.0.0.1', dropFirst: 1 });
-    server.setName('*.fast.test', { a: '127.0.0.1' });
-  });
-  after(async () => {
-    if (server) await server.close();
+  const server = withDnsServer({
+    address: '127.0.0.2',
+    names: {
+      '*.slow.test': { a: '127.0.0.1', delayMs: DELAY_MS },
+      'missing.test': { nxdomain: true },
+      'broken.test': { servfail: true },
+      'dropped.test': { a: '127.0.0.1', dropFirst: 1 },
+      '*.fast.test': { a: '127.0.0.1' },
+    },
   });
 
   it('times lookups made through dns.lookup, dns.promises, util.promisify, net, http, fetch and dgram within a few ms of the answer delay', async () => {

@@ -3,8 +3,8 @@
 const assert = require('node:assert/strict');
 const path = require('path');
 const { threadpoolSize } = require('../../lib/libuv');
-const { createDnsServer } = require('../helpers/dns-server');
-const { requireNamespace, runInNamespace, resolvConf } = require('../helpers/namespace');
+const { withDnsServer } = require('../helpers/dns-server');
+const { runInNamespace, resolvConf } = require('../helpers/namespace');
 const { REGISTER, FIXTURES, freePort, lastJson, runNode, parsePrometheus, sampleValue } = require('../helpers/child');
 
 const conf = resolvConf({ nameserver: '127.0.0.2' });
@@ -24,15 +24,9 @@ describe('samplers/threadpool', function () {
   });
 
   describe('against a DNS server that answers in a known time', function () {
-    let server;
-    before(async function () {
-      requireNamespace(this);
-      server = await createDnsServer({ address: '127.0.0.2', port: 53 });
-      server.setName('*.second.test', { a: '127.0.0.1', delayMs: 1000 });
-      server.setName('*.third.test', { a: '127.0.0.1', delayMs: 300 });
-    });
-    after(async () => {
-      if (server) await server.close();
+    withDnsServer({
+      address: '127.0.0.2',
+      names: { '*.second.test': { a: '127.0.0.1', delayMs: 1000 }, '*.third.test': { a: '127.0.0.1', delayMs: 300 } },
     });
 
     it('20 concurrent 1 s lookups with pool 4: pending 20 and queued 18 half a second in; a stuck probe is shown as such', async () => {

@@ -5,14 +5,14 @@ const dgram = require('node:dgram');
 const fs = require('node:fs');
 const net = require('node:net');
 const packet = require('dns-packet');
-const { createDnsServer } = require('./dns-server');
+const { createDnsServer } = require('../../support/dns-server');
+const { withDnsServer } = require('../helpers/dns-server');
 const {
   namespaceSupport,
-  requireNamespace,
   resolvConf,
   spawnInNamespace,
   runInNamespace,
-} = require('./namespace');
+} = require('../helpers/namespace');
 
 // Child program: runs dns.lookup() for each op in argv[1] (sequentially) and
 // prints one JSON line with durations and results/errors.
@@ -175,15 +175,7 @@ describe('test helper: dns-server (in process)', function () {
 
 describe('test helper: dns-server + namespace, ground truth from glibc getaddrinfo', function () {
   this.timeout(10000);
-  let server;
-
-  before(async function () {
-    requireNamespace(this);
-    server = await createDnsServer({ address: '127.0.0.2', port: 53 });
-  });
-  after(async function () {
-    if (server) await server.close();
-  });
+  const server = withDnsServer({ address: '127.0.0.2' });
   beforeEach(function () {
     server.reset();
   });

@@ -1,0 +1,119 @@
+'use strict';
+
+const fs = require('fs');
+
+// libuv 1.50+ (Node 22+) names its pool threads (src/threadpool.c: uv_thread_setname).
+const WORKER_NAME = 'libuv-worker';
+// USER_HZ: clock ticks in /proc/<pid>/stat are 1/100 s on every Linux architecture Node runs on
+// (the kernel's ABI constant, independent of CONFIG_HZ). Used only where schedstat is missing.
+const USER_HZ = 100;
+const TASKS = '/proc/self/task';
+
+/**
+ * Busy pool threads from the kernel's per-thread accounting, without any hook: the threads named
+ * `libuv-worker` in /proc/self/task/<tid>/comm, and per interval their time on a CPU (computing)
+ * and their time ready to run but waiting for a CPU (runnable), from
+ * /proc/self/task/<tid>/schedstat (nanoseconds; falls back to utime+stime in /stat, without
+ * runnable). Divided by the interval, each is a mean number of threads.
+ *
+ * A thread blocked in a system call (getaddrinfo waiting for a DNS answer, a read from a slow
+ * disk) is neither computing nor runnable: it is not counted as busy here.
+ *
+ * @param {object} [options]
+ * @param {string} [options.root] the task directory (tests)
+ * @param {() => bigint} [options.hrtime] monotonic clock in ns (tests)
+ * @returns {{ read(): ({ available: true, threads: number, computing: number, runnable: number|null } | { available: false, reason: string }) }}
+ *   runnable is null where schedstat is missing
+ */
+function createPoolThreads(options = {}) {
+  const root = options.root || TASKS;
+  const hrtime = options.hrtime || process.hrtime.bigint;
+  const names = new Map(); // tid -> is a pool worker (a thread's name is read once)
+  let previous = null; // { at, cpu: Map<tid, {run, wait}> }
+  let unavailable = null;
+
+  if (process.platform !== 'linux') unavailable = `/proc is Linux-only (platform ${process.platform})`;
+
+  function isWorker(tid) {
+    let w = names.get(tid);
+    if (w === undefined) {
+      try {
+        w = fs.readFileSync(`${root}/${tid}/comm`, 'latin1').trim() === WORKER_NAME;
+      } catch {
+        return false; // thread gone
+      }
+      names.set(tid, w);
+    }
+    return w;
+  }
+
+  function times(tid) {
+    try {
+      const [run, wait] = fs.readFileSync(`${root}/${tid}/schedstat`, 'latin1').trim().split(' ');
+      return { run: Number(run) / 1e9, wait: Number(wait) / 1e9, hasWait: true };
+    } catch {
+      try {
+        const stat = fs.readFileSync(`${root}/${tid}/stat`, 'latin1');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        // fields[0] is the state (3rd field); utime and stime are fields 14 and 15.
+        return { run: (Number(fields[11]) + Number(fields[12])) / USER_HZ, wait: 0, hasWait: false };
+      } catch {
+        return null;
+      }
+    }
+  }
+
+  return {
+    read() {
+      if (unavailable) return { available: false, reason: unavailable };
+      let tids;
+      try {
+        tids = fs.readdirSync(root);
+      } catch (err) {
+        unavailable = `${root} cannot be read (${err.code || err.message})`;
+        return { available: false, reason: unavailable };
+      }
+      const at = hrtime();
+      const cpu = new Map();
+      let hasWait = true;
+      for (const tid of tids) {
+        if (!isWorker(tid)) continue;
+        const t = times(tid);
+        if (!t) continue;
+        hasWait = hasWait && t.hasWait;
+        cpu.set(tid, t);
+      }
+      if (names.size > tids.length * 2) for (const tid of names.keys()) if (!tids.includes(tid)) names.delete(tid);
+      if (cpu.size === 0) {
+        previous = { at, cpu };
+        // The pool starts with its first job; before that no worker exists yet, named or not.
+        return { available: false, reason: Number(process.versions.uv.split('.')[0]) === 1 && Number(process.versions.uv.split('.')[1]) < 50
+          ? `libuv ${process.versions.uv} (Node ${process.versions.node.split('.')[0]}) does not name its pool threads (libuv 1.50+, Node 22+ does)`
+          : 'no libuv-worker thread yet (the pool starts with its first job)' };
+      }
+      let computing = 0;
+      let runnable = 0;
+      if (previous && previous.cpu.size > 0) {
+        const seconds = Number(at - previous.at) / 1e9;
+        for (const [tid, t] of cpu) {
+          const before = previous.cpu.get(tid);
+          if (!before) continue;
+          computing += Math.max(0, t.run - before.run);
+          runnable += Math.max(0, t.wait - before.wait);
+        }
+        computing = seconds > 0 ? computing / seconds : 0;
+        runnable = seconds > 0 ? runnable / seconds : 0;
+      }
+      const first = !previous || previous.cpu.size === 0;
+      previous = { at, cpu };
+      if (first) return { available: false, reason: 'first reading (CPU time per interval needs two)' };
+      return { available: true, threads: cpu.size, computing: round(computing), runnable: hasWait ? round(runnable) : null };
+    },
+  };
+}
+
+function round(x) {
+  return Math.round(x * 1000) / 1000;
+}
+
+module.exports = { createPoolThreads, WORKER_NAME };

@@ -1,0 +1,492 @@
+'use strict';
+
+const asyncHooks = require('async_hooks');
+const { Histogram } = require('./histogram');
+const { JOB_DURATION_BUCKETS } = require('./metrics');
+const { reportError } = require('./report');
+const { captureCaller } = require('./callers');
+const { subscribed } = require('./channels');
+
+// Provider types of threadpool work, by kind. Taken per Node major from the binaries themselves
+// (internalBinding('async_wrap').Providers, generated from NODE_ASYNC_PROVIDER_TYPES in
+// src/async_wrap.h): Node 20 and 22 have CHECKPRIMEREQUEST ... VERIFYREQUEST below, 24 and 26 add
+// ARGON2REQUEST. HKDF, ECDH and DH key agreement run as DERIVEBITSREQUEST. Every crypto job here
+// runs on the pool when called asynchronously (CryptoJob with kCryptoJobAsync -> uv_queue_work).
+const KIND_OF_TYPE = new Map([
+  ['GETADDRINFOREQWRAP', 'dns'], ['GETNAMEINFOREQWRAP', 'dns'],
+  ['FSREQCALLBACK', 'fs'], ['FSREQPROMISE', 'fs'], ['FILEHANDLECLOSEREQ', 'fs'],
+  ['ZLIB', 'zlib'],
+  ...['CHECKPRIMEREQUEST', 'PBKDF2REQUEST', 'KEYPAIRGENREQUEST', 'KEYGENREQUEST', 'KEYEXPORTREQUEST',
+    'ARGON2REQUEST', 'CIPHERREQUEST', 'DERIVEBITSREQUEST', 'HASHREQUEST', 'RANDOMBYTESREQUEST',
+    'RANDOMPRIMEREQUEST', 'SCRYPTREQUEST', 'SIGNREQUEST', 'VERIFYREQUEST', 'HKDFREQUEST'].map((t) => [t, 'crypto']),
+]);
+
+// Node's own provider types that are not threadpool work (handles, stream writes, timers,
+// promises...). Anything neither here nor above is an addon's own name for its async work
+// (napi_create_async_work's async_resource_name, or an AsyncResource's type) and counts as
+// `other`, keeping that name.
+const NOT_POOL = new Set(['NONE', 'DIRHANDLE', 'DNSCHANNEL', 'ELDHISTOGRAM', 'FILEHANDLE', 'BLOBREADER',
+  'FSEVENTWRAP', 'HEAPSNAPSHOT', 'HTTP2SESSION', 'HTTP2STREAM', 'HTTP2PING', 'HTTP2SETTINGS',
+  'HTTPINCOMINGMESSAGE', 'HTTPCLIENTREQUEST', 'LOCKS', 'DTLS_ENDPOINT', 'DTLS_SESSION', 'JSSTREAM',
+  'JSUDPWRAP', 'MESSAGEPORT', 'PIPECONNECTWRAP', 'PIPESERVERWRAP', 'PIPEWRAP', 'PROCESSWRAP', 'PROMISE',
+  'QUERYWRAP', 'QUIC_ENDPOINT', 'QUIC_LOGSTREAM', 'QUIC_PACKET', 'QUIC_SESSION', 'QUIC_STREAM', 'QUIC_UDP',
+  'SHUTDOWNWRAP', 'SIGNALWRAP', 'STATWATCHER', 'STREAMPIPE', 'TCPCONNECTWRAP', 'TCPSERVERWRAP', 'TCPWRAP',
+  'TTYWRAP', 'UDPSENDWRAP', 'UDPWRAP', 'SIGINTWATCHDOG', 'WORKER', 'WORKERCPUPROFILE', 'WORKERCPUUSAGE',
+  'WORKERHEAPPROFILE', 'WORKERHEAPSNAPSHOT', 'WORKERHEAPSTATISTICS', 'WRITEWRAP', 'TLSWRAP',
+  // JS-side resources
+  'Timeout', 'Immediate', 'TickObject', 'Microtask', 'HTTPPARSER', 'HTTPCLIENTREQUEST',
+]);
+
+// Distinct `other` type names kept (addons); more are counted as `_other`.
+const MAX_OTHER_TYPES = 20;
+// Stack captures per interval beyond the first job of each type (a capture costs microseconds).
+const CALLER_SAMPLES_PER_INTERVAL = 50;
+const MAX_CALLERS = 20;
+// Distinct routes kept; the rest count as _other.
+const MAX_ROUTES = 50;
+const MAX_ROUTES_PER_TYPE = 20;
+// Jobs followed at once (an addon resource that never calls back stays until disarm).
+const MAX_TRACKED = 100000;
+const OTHER = '_other';
+const THREW = Symbol('threw');
+
+/** @param {string} type an async_hooks provider type */
+function kindOf(type) {
+  return KIND_OF_TYPE.get(type) || (NOT_POOL.has(type) ? null : 'other');
+}
+
+/**
+ * Whether createHook honours { trackPromises: false } (Node 24.14+): older versions ignore the
+ * option, so it is tested by behaviour once (a hook enabled for one promise).
+ */
+let trackPromisesOption;
+function supportsTrackPromises() {
+  if (trackPromisesOption !== undefined) return trackPromisesOption;
+  let sawPromise = false;
+  try {
+    const probe = asyncHooks.createHook({ init(id, type) { if (type === 'PROMISE') sawPromise = true; }, trackPromises: false });
+    probe.enable();
+    Promise.resolve().then(() => {});
+    probe.disable();
+    trackPromisesOption = !sawPromise;
+  } catch {
+    trackPromisesOption = false;
+  }
+  return trackPromisesOption;
+}
+
+/**
+ * Route label of an HTTP request: method and path without query string, numeric/uuid/hex id
+ * segments as :id, bounded.
+ * @param {string} method
+ * @param {string} url
+ */
+function routeOf(method, url) {
+  let path = String(url || '/');
+  const q = path.search(/[?#]/);
+  if (q !== -1) path = path.slice(0, q);
+  if (path.length > 200) path = path.slice(0, 200);
+  path = path.replace(/\/(\d+|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{16,})(?=\/|$)/gi, '/:id');
+  return { method: String(method || 'GET'), route: path };
+}
+
+/**
+ * The threadpool tracer: an async_hooks hook that follows threadpool work from submission (init)
+ * to its callback (before) by provider type, armed only when needed.
+ *
+ * Modes: 'on' (armed from start), 'off' (never), 'auto' (armed by consider() when the pool looks
+ * saturated, for windowMs, then off for at least cooldownMs).
+ *
+ * Jobs submitted while disarmed are never counted: state is cleared on every disarm, and a
+ * callback whose job was not seen starting is ignored, so pending never goes negative nor counts
+ * jobs it did not see start.
+ *
+ * zlib: a ZLIB handle is one async resource reused for every write of its stream (init once,
+ * `before` once per completed write). The per-job boundary is the handle's write() call (wrapped
+ * on the binding's prototype while the tracer lives) to the `before` of that write's callback; a
+ * handle has at most one write in flight.
+ *
+ * @param {object} [options]
+ * @param {'auto'|'on'|'off'} [options.mode]
+ * @param {number} [options.thresholdMs] auto: probe wait that arms the tracer
+ * @param {number} [options.windowMs] auto: how long it stays armed
+ * @param {number} [options.cooldownMs] auto: minimum time disarmed before arming again
+ * @param {() => number} [options.now] epoch ms clock (injectable for tests)
+ */
+function createTracer(options = {}) {
+  const mode = options.mode || 'auto';
+  const thresholdSeconds = (options.thresholdMs === undefined ? 250 : options.thresholdMs) / 1000;
+  const windowMs = options.windowMs === undefined ? 10000 : options.windowMs;
+  const cooldownMs = options.cooldownMs === undefined ? 90000 : options.cooldownMs;
+  const now = options.now || Date.now;
+  const startedAt = now();
+
+  const jobs = new Map(); // asyncId -> { start: bigint, series }
+  const zlibInFlight = new Map(); // asyncId -> { start, series } (write in flight on that handle)
+  const zlibHandles = new Map(); // asyncId -> { caller, route } of a ZLIB handle seen created
+  const series = new Map(); // type -> per-type figures
+  const routeLabels = new Map(); // `${method} ${route}` -> kept label
+  const patched = []; // [prototype, original write]
+  let hook = null;
+  let armed = false;
+  let armedSince = null;
+  let disarmedAt = -Infinity;
+  let armings = 0;
+  let armedMs = 0;
+  let callerBudget = CALLER_SAMPLES_PER_INTERVAL;
+  let own = 0; // > 0 while uvscope submits its own probes
+  let failed = false;
+  let closed = false;
+  let otherTypes = 0;
+  let dropped = 0;
+  // Route context: AsyncLocalStorage where it rides on V8's continuation data (Node 24+ with
+  // AsyncContextFrame: no hook of its own), else the store on the execution resource, propagated
+  // by this hook's init (which on Node 20/22 sees promises anyway).
+  let als = null;
+  let routeChannel = null;
+  const ROUTE = Symbol('uvscope.route');
+  let seenRequest = false;
+  // Without a frame-based AsyncLocalStorage, routes follow awaits only through promise resources,
+  // so promises stay tracked (--no-async-context-frame on Node 24+ costs as on 20/22).
+  const trackPromisesFalse = mode !== 'off' && alsIsFrameBased() && supportsTrackPromises();
+
+  function seriesFor(type, kind) {
+    let s = series.get(type);
+    if (!s) {
+      if (kind === 'other' && otherTypes >= MAX_OTHER_TYPES) return seriesFor(OTHER, 'other');
+      if (kind === 'other') otherTypes++;
+      s = {
+        kind, type, pending: 0, completed: 0, seconds: 0, maxSeconds: 0,
+        histogram: new Histogram(JOB_DURATION_BUCKETS), callers: new Map(), routes: new Map(), seen: false,
+      };
+      series.set(type, s);
+    }
+    return s;
+  }
+
+  function currentRoute() {
+    if (!seenRequest) return null;
+    if (als) return als.getStore() || null;
+    const r = asyncHooks.executionAsyncResource();
+    return (r && r[ROUTE]) || null;
+  }
+
+  function attribute(s, caller, route) {
+    if (caller !== undefined) {
+      let c = s.callers.get(caller);
+      if (!c && s.callers.size < MAX_CALLERS) s.callers.set(caller, (c = { count: 0 }));
+      if (c) c.count++;
+    }
+    if (route) {
+      const key = `${route.method} ${route.route}`;
+      let r = s.routes.get(key);
+      if (!r && s.routes.size < MAX_ROUTES_PER_TYPE) s.routes.set(key, (r = { method: route.method, route: route.route, count: 0 }));
+      if (r) r.count++;
+    }
+  }
+
+  function sampleCaller(s) {
+    if (!s.seen) {
+      s.seen = true;
+      return captureCaller();
+    }
+    if (callerBudget > 0) {
+      callerBudget--;
+      return captureCaller();
+    }
+    return undefined;
+  }
+
+  function fail(err) {
+    if (failed) return;
+    failed = true;
+    reportError('tracer', err);
+    disarm();
+  }
+
+  function init(asyncId, type, triggerAsyncId, resource) {
+    try {
+      if (own > 0) return;
+      if (!als && seenRequest) {
+        const r = asyncHooks.executionAsyncResource();
+        if (r && r[ROUTE] && resource && typeof resource === 'object') resource[ROUTE] = r[ROUTE];
+      }
+      if (type === 'PROMISE') return;
+      const kind = kindOf(type);
+      if (kind === null) return;
+      if (kind === 'other' && resource instanceof asyncHooks.AsyncResource) return; // JS code's own resources
+      if (kind === 'zlib') {
+        patch(resource, 'write', zlibWrite);
+        const s = seriesFor(type, kind);
+        if (zlibHandles.size >= MAX_TRACKED) zlibHandles.delete(zlibHandles.keys().next().value);
+        zlibHandles.set(asyncId, { caller: sampleCaller(s), route: currentRoute() });
+        return;
+      }
+      if (jobs.size >= MAX_TRACKED) {
+        dropped++;
+        return;
+      }
+      const s = seriesFor(type, kind);
+      const job = { start: process.hrtime.bigint(), series: s, caller: sampleCaller(s), route: currentRoute(), counted: false };
+      jobs.set(asyncId, job);
+      // A crypto job object also serves the *Sync functions (run() returns [err, result] at once
+      // and no callback ever comes), so a crypto job counts once its run() has returned without
+      // a result; where run() cannot be wrapped, crypto jobs are not counted.
+      if (kind === 'crypto') patch(resource, 'run', cryptoRun);
+      else count(job);
+    } catch (err) {
+      fail(err);
+    }
+  }
+
+  function count(job) {
+    job.counted = true;
+    job.series.pending++;
+    attribute(job.series, job.caller, job.route);
+  }
+
+  function cryptoRun(handle, result) {
+    try {
+      const asyncId = handle.getAsyncId();
+      const job = jobs.get(asyncId);
+      if (!job || job.counted) return;
+      if (Array.isArray(result) || result === THREW) jobs.delete(asyncId);
+      else count(job);
+    } catch (err) {
+      fail(err);
+    }
+  }
+
+  function before(asyncId) {
+    try {
+      let job = jobs.get(asyncId);
+      if (job) {
+        jobs.delete(asyncId);
+        if (!job.counted) return;
+      } else if ((job = zlibInFlight.get(asyncId))) zlibInFlight.delete(asyncId);
+      else return;
+      const seconds = Number(process.hrtime.bigint() - job.start) / 1e9;
+      const s = job.series;
+      s.pending--;
+      s.completed++;
+      s.seconds += seconds;
+      if (seconds > s.maxSeconds) s.maxSeconds = seconds;
+      s.histogram.observe(seconds);
+    } catch (err) {
+      fail(err);
+    }
+  }
+
+  // A zlib write submitted while armed: one job until that handle's next `before`.
+  function zlibWrite(handle, result) {
+    try {
+      if (!armed || own > 0 || result === THREW) return;
+      const asyncId = handle.getAsyncId();
+      if (zlibInFlight.has(asyncId)) return;
+      const s = seriesFor('ZLIB', 'zlib');
+      const created = zlibHandles.get(asyncId);
+      s.pending++;
+      zlibInFlight.set(asyncId, { start: process.hrtime.bigint(), series: s });
+      if (created) attribute(s, created.caller, created.route);
+      else attribute(s, undefined, currentRoute());
+    } catch (err) {
+      fail(err);
+    }
+  }
+
+  // Wrap a method on the binding class's prototype (once per class, undone by close()): the
+  // original runs first and its result is returned untouched; `after` sees the handle and result.
+  function patch(resource, method, after) {
+    if (closed || !resource || typeof resource !== 'object') return;
+    const proto = Object.getPrototypeOf(resource);
+    if (!proto || patched.some(([p, m]) => p === proto && m === method)) return;
+    const original = proto[method];
+    if (typeof original !== 'function' || typeof resource.getAsyncId !== 'function') return;
+    const wrapped = function () {
+      let result = THREW;
+      try {
+        result = original.apply(this, arguments);
+        return result;
+      } finally {
+        after(this, result);
+      }
+    };
+    Object.defineProperty(wrapped, 'name', { value: original.name });
+    proto[method] = wrapped;
+    patched.push([proto, method, original, wrapped]);
+  }
+
+  function onRequestStart(message) {
+    try {
+      const req = message && message.request;
+      if (!armed || !req) return;
+      const route = boundedRoute(req.method, req.url);
+      seenRequest = true;
+      if (als) als.enterWith(route);
+      else {
+        const r = asyncHooks.executionAsyncResource();
+        if (r && typeof r === 'object') r[ROUTE] = route;
+      }
+    } catch (err) {
+      fail(err);
+    }
+  }
+
+  function boundedRoute(method, url) {
+    const r = routeOf(method, url);
+    const key = `${r.method} ${r.route}`;
+    let kept = routeLabels.get(key);
+    if (!kept) {
+      if (routeLabels.size >= MAX_ROUTES) return { method: r.method, route: OTHER };
+      kept = Object.freeze(r);
+      routeLabels.set(key, kept);
+    }
+    return kept;
+  }
+
+  function arm() {
+    if (armed || closed || failed || mode === 'off') return false;
+    try {
+      if (!hook) {
+        const callbacks = { init, before };
+        hook = asyncHooks.createHook(trackPromisesFalse ? { ...callbacks, trackPromises: false } : callbacks);
+        if (trackPromisesFalse) als = new asyncHooks.AsyncLocalStorage();
+      }
+      if (!routeChannel) {
+        routeChannel = require('diagnostics_channel').channel(subscribed.httpServerRequestStart);
+        routeChannel.subscribe(onRequestStart);
+      }
+      hook.enable();
+    } catch (err) {
+      fail(err);
+      return false;
+    }
+    armed = true;
+    armedSince = now();
+    armings++;
+    return true;
+  }
+
+  function disarm() {
+    if (hook) {
+      try {
+        hook.disable();
+      } catch (err) {
+        reportError('tracer', err);
+      }
+    }
+    if (routeChannel) {
+      try {
+        routeChannel.unsubscribe(onRequestStart);
+      } catch {
+        // unsubscribe of a subscriber that is gone cannot matter
+      }
+      routeChannel = null;
+    }
+    if (als) als.disable();
+    seenRequest = false;
+    if (armed) {
+      armedMs += now() - armedSince;
+      disarmedAt = now();
+    }
+    armed = false;
+    armedSince = null;
+    jobs.clear();
+    zlibInFlight.clear();
+    zlibHandles.clear();
+    for (const s of series.values()) s.pending = 0;
+  }
+
+  if (mode === 'on') arm();
+
+  return {
+    mode,
+    thresholdSeconds,
+    get armed() {
+      return armed;
+    },
+    /**
+     * Auto mode: arm when a probe waited longer than the threshold or every pool thread was
+     * busy; disarm after the window. Called once per sample.
+     * @param {{ waitSeconds: number, poolFull: boolean }} signal
+     */
+    consider(signal) {
+      if (mode !== 'auto' || closed) return;
+      const t = now();
+      if (armed) {
+        if (t - armedSince >= windowMs) disarm();
+        return;
+      }
+      if (t - disarmedAt < cooldownMs) return;
+      if (signal.waitSeconds > thresholdSeconds || signal.poolFull) arm();
+    },
+    /**
+     * Run fn with the tracer ignoring whatever it submits (uvscope's own probes).
+     * @template T
+     * @param {() => T} fn
+     * @returns {T}
+     */
+    untraced(fn) {
+      own++;
+      try {
+        return fn();
+      } finally {
+        own--;
+      }
+    },
+    /** @returns {Map<string, number>|null} pending jobs by kind while armed, else null */
+    pendingByKind() {
+      if (!armed) return null;
+      const out = new Map();
+      for (const s of series.values()) out.set(s.kind, (out.get(s.kind) || 0) + s.pending);
+      return out;
+    },
+    /**
+     * Figures for this interval (completed, seconds, callers and routes are reset), the
+     * cumulative duration histograms, and the arming state.
+     */
+    collect() {
+      const t = now();
+      const seconds = (armedMs + (armed ? t - armedSince : 0)) / 1000;
+      const uptime = Math.max(0.001, (t - startedAt) / 1000);
+      const list = [];
+      const histograms = [];
+      for (const s of series.values()) {
+        if (s.histogram.count > 0) histograms.push({ kind: s.kind, type: s.type, histogram: s.histogram.snapshot() });
+        if (s.pending === 0 && s.completed === 0 && s.callers.size === 0) continue;
+        list.push({
+          kind: s.kind, type: s.type, pending: s.pending, completed: s.completed, seconds: s.seconds, maxSeconds: s.maxSeconds,
+          callers: [...s.callers].map(([caller, c]) => ({ caller, count: c.count })).sort((a, b) => b.count - a.count),
+          routes: [...s.routes.values()].map((r) => ({ ...r })).sort((a, b) => b.count - a.count),
+        });
+        s.completed = 0;
+        s.seconds = 0;
+        s.maxSeconds = 0;
+        s.callers.clear();
+        s.routes.clear();
+        s.seen = false;
+      }
+      callerBudget = CALLER_SAMPLES_PER_INTERVAL;
+      return {
+        state: { mode, armed, armedSince, armings, armedSeconds: seconds, armedShare: Math.min(1, seconds / uptime), dropped },
+        jobs: list.sort((a, b) => b.seconds - a.seconds || b.pending - a.pending),
+        histograms,
+      };
+    },
+    /** Disarm and restore what was wrapped. */
+    close() {
+      closed = true;
+      disarm();
+      for (const [proto, method, original, wrapped] of patched) if (proto[method] === wrapped) proto[method] = original;
+      patched.length = 0;
+    },
+  };
+}
+
+// AsyncLocalStorage on AsyncContextFrame (Node 24+ unless --no-async-context-frame) has no hook of
+// its own; the async_hooks-based one (Node 20/22, or with that flag) has _propagate.
+function alsIsFrameBased() {
+  return typeof asyncHooks.AsyncLocalStorage.prototype._propagate !== 'function';
+}
+
+module.exports = { createTracer, kindOf, routeOf, supportsTrackPromises };

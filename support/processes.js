@@ -1,0 +1,73 @@
+'use strict';
+
+// Child processes for the tests, the lab (examples/) and the benchmarks (bench/): a clean
+// environment, a free port, and stopping a child by its pid.
+
+const net = require('node:net');
+
+/**
+ * Environment for a child: the parent's, without NODE_OPTIONS, UVSCOPE_* or UV_THREADPOOL_SIZE
+ * leaking in, with `extra` on top. The snapshot's own server (on when Prometheus is off) takes a
+ * free port unless `extra` names one, so children running at once never compete for its default
+ * port.
+ * @param {Record<string, string>} [extra]
+ * @returns {Record<string, string>}
+ */
+function cleanEnv(extra = {}) {
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS;
+  for (const k of Object.keys(env)) if (k.startsWith('UVSCOPE_') || k === 'UV_THREADPOOL_SIZE') delete env[k];
+  return { ...env, UVSCOPE_SNAPSHOT_PORT: '0', ...extra };
+}
+
+/**
+ * A free TCP port on 127.0.0.1 (listen on 0, close).
+ * @returns {Promise<number>}
+ */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Stop a child process by its pid and wait until it has exited. SIGKILL at once by default; with
+ * a signal such as SIGTERM, SIGKILL follows after graceMs if the child is still there. A child
+ * that already exited (or was never started) resolves at once.
+ * @param {import('node:child_process').ChildProcess|null|undefined} child
+ * @param {{ signal?: NodeJS.Signals, graceMs?: number }} [options]
+ * @returns {Promise<void>}
+ */
+function stopChild(child, { signal = 'SIGKILL', graceMs = 5000 } = {}) {
+  return new Promise((resolve) => {
+    if (!child || !child.pid || child.exitCode !== null || child.signalCode !== null) {
+      resolve();
+      return;
+    }
+    let timer = null;
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    const kill = (sig) => {
+      try {
+        process.kill(child.pid, sig);
+        return true;
+      } catch {
+        return false; // already gone: 'exit' is on its way, or was missed
+      }
+    };
+    if (!kill(signal)) {
+      resolve();
+      return;
+    }
+    if (signal !== 'SIGKILL') timer = setTimeout(() => kill('SIGKILL'), graceMs);
+  });
+}
+
+module.exports = { cleanEnv, freePort, stopChild };

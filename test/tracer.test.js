@@ -1,0 +1,218 @@
+'use strict';
+
+const assert = require('node:assert/strict');
+const fs = require('fs');
+const path = require('path');
+const { kindOf, routeOf, createTracer } = require('../lib/tracer');
+const { FIXTURES, runNode, lastJson } = require('./helpers/child');
+
+const APP = path.join(FIXTURES, 'tracer-app.js');
+const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
+
+/** The fixture's own line holding a marker comment, as the tracer reports a call site. */
+function lineOf(marker) {
+  const lines = fs.readFileSync(APP, 'utf8').split('\n');
+  const i = lines.findIndex((l) => l.includes(marker));
+  assert.notEqual(i, -1, marker);
+  return `test/fixtures/tracer-app.js:${i + 1}`;
+}
+
+async function scenario(name, env = {}, flags = []) {
+  const r = await runNode([...flags, APP], { env: { FIXTURE_SCENARIO: name, UVSCOPE_TRACER: 'on', UV_THREADPOOL_SIZE: '4', ...env }, timeoutMs: 60000 });
+  assert.equal(r.code, 0, r.stderr);
+  assert.doesNotMatch(r.stderr, /UVSCOPE_INTERNAL_ERROR/, r.stderr);
+  return lastJson(r.stdout);
+}
+
+const sum = (xs) => xs.reduce((a, b) => a + b, 0);
+
+describe('tracer', function () {
+  this.timeout(60000);
+
+  describe('provider types', () => {
+    it('kinds from Node\'s own provider types; unknown native types are `other`; Node\'s non-pool types are none', () => {
+      assert.equal(kindOf('GETADDRINFOREQWRAP'), 'dns');
+      assert.equal(kindOf('FSREQPROMISE'), 'fs');
+      assert.equal(kindOf('PBKDF2REQUEST'), 'crypto');
+      assert.equal(kindOf('ARGON2REQUEST'), 'crypto');
+      assert.equal(kindOf('ZLIB'), 'zlib');
+      assert.equal(kindOf('MY_ADDON_WORK'), 'other');
+      assert.equal(kindOf('TCPWRAP'), null);
+      assert.equal(kindOf('PROMISE'), null);
+      assert.equal(kindOf('Timeout'), null);
+    });
+
+    it('routes: method and path without query, ids folded, bounded', () => {
+      assert.deepEqual(routeOf('POST', '/login?user=a'), { method: 'POST', route: '/login' });
+      assert.deepEqual(routeOf('GET', '/users/123/avatar#x'), { method: 'GET', route: '/users/:id/avatar' });
+      assert.deepEqual(routeOf('GET', '/o/6f1c2d3e-aaaa-bbbb-cccc-0123456789ab'), { method: 'GET', route: '/o/:id' });
+    });
+
+    it('auto mode arms on a long probe wait or a full pool, disarms after its window, then cools down', () => {
+      let t = 1000;
+      const tracer = createTracer({ mode: 'auto', thresholdMs: 100, windowMs: 10000, cooldownMs: 90000, now: () => t });
+      try {
+        tracer.consider({ waitSeconds: 0.05, poolFull: false });
+        assert.equal(tracer.armed, false);
+        tracer.consider({ waitSeconds: 0.2, poolFull: false });
+        assert.equal(tracer.armed, true);
+        t += 9999;
+        tracer.consider({ waitSeconds: 1, poolFull: true });
+        assert.equal(tracer.armed, true);
+        t += 1;
+        tracer.consider({ waitSeconds: 1, poolFull: true });
+        assert.equal(tracer.armed, false);
+        t += 89999;
+        tracer.consider({ waitSeconds: 1, poolFull: true });
+        assert.equal(tracer.armed, false, 'still cooling down');
+        t += 1;
+        tracer.consider({ waitSeconds: 0, poolFull: true });
+        assert.equal(tracer.armed, true);
+        const { state } = tracer.collect();
+        assert.equal(state.armings, 2);
+        assert.equal(state.armedSeconds, 10);
+      } finally {
+        tracer.close();
+      }
+    });
+
+    it('off never arms', () => {
+      const tracer = createTracer({ mode: 'off' });
+      tracer.consider({ waitSeconds: 100, poolFull: true });
+      assert.equal(tracer.armed, false);
+      assert.equal(tracer.pendingByKind(), null);
+      tracer.close();
+    });
+  });
+
+  describe('against jobs the test controls', () => {
+    let pending;
+    before(async () => {
+      pending = await scenario('pending');
+    });
+
+    it('K pbkdf2, scrypt and zlib jobs in flight: pending is K for each; sync crypto and zlib are not jobs', () => {
+      const { K, inFlight } = pending;
+      assert.equal(inFlight.crypto, K.pbkdf2 + K.scrypt);
+      assert.equal(inFlight.zlib, K.zlib);
+      assert.equal(inFlight.other, 0);
+      const byType = Object.fromEntries(pending.callers.map((j) => [j.type, j.pending]));
+      assert.deepEqual(byType, { PBKDF2REQUEST: K.pbkdf2, SCRYPTREQUEST: K.scrypt, ZLIB: K.zlib });
+    });
+
+    it('after every callback nothing is pending', () => {
+      assert.deepEqual(pending.after, { dns: pending.after.dns, fs: 0, crypto: 0, zlib: 0, other: 0 });
+    });
+
+    it('job.duration: count and sum match the submit-to-callback times the app measured', () => {
+      for (const [name, type] of [['pbkdf2', 'PBKDF2REQUEST'], ['scrypt', 'SCRYPTREQUEST']]) {
+        const h = pending.histograms.find((x) => x.type === type);
+        const times = pending.times[name];
+        assert.equal(h.kind, 'crypto');
+        assert.equal(h.count, times.length, type);
+        // The app's clock starts just before the call and stops in the callback: the tracer's
+        // interval (init to before) lies inside it, a few hundred microseconds shorter at most.
+        assert.ok(h.sum <= sum(times), `${type}: ${h.sum} <= ${sum(times)}`);
+        assert.ok(h.sum >= sum(times) - 0.005 * times.length, `${type}: ${h.sum} vs ${sum(times)}`);
+        const job = pending.jobs.find((j) => j.type === type);
+        assert.equal(job.completed, times.length);
+        assert.ok(Math.abs(job.seconds - h.sum) < 1e-9);
+      }
+    });
+
+    it('zlib: one job per write of a stream, each inside the app\'s own submit-to-callback time', () => {
+      const h = pending.histograms.find((x) => x.type === 'ZLIB');
+      assert.equal(h.kind, 'zlib');
+      assert.ok(h.count >= pending.K.zlib, `${h.count} writes`);
+      assert.ok(h.sum <= sum(pending.times.zlib), `${h.sum} <= ${sum(pending.times.zlib)}`);
+    });
+
+    it('call sites are the app\'s own file:line', () => {
+      const callers = Object.fromEntries(pending.callers.map((j) => [j.type, j.callers]));
+      assert.deepEqual(callers.PBKDF2REQUEST, [{ caller: lineOf('SUBMIT-PBKDF2'), count: pending.K.pbkdf2 }]);
+      assert.deepEqual(callers.SCRYPTREQUEST, [{ caller: lineOf('SUBMIT-SCRYPT'), count: pending.K.scrypt }]);
+      assert.equal(callers.ZLIB.length, 1);
+      assert.equal(callers.ZLIB[0].count, pending.K.zlib);
+    });
+  });
+
+  const routeCases = [[]];
+  if (NODE_MAJOR >= 24) routeCases.push(['--no-async-context-frame']);
+  for (const flags of routeCases) it(`routes: work submitted while serving a request carries its method and route, across awaits, interleaved${flags.length ? ` (${flags.join(' ')})` : ''}`, async () => {
+    const { jobs } = await scenario('routes', {}, flags);
+    const pbkdf2 = jobs.find((j) => j.type === 'PBKDF2REQUEST');
+    const zlib = jobs.find((j) => j.type === 'ZLIB');
+    assert.equal(pbkdf2.completed, 6);
+    assert.deepEqual(pbkdf2.routes, [{ method: 'POST', route: '/login', count: 5 }], 'the sixth job ran outside any request');
+    assert.deepEqual(zlib.routes.map((r) => [r.method, r.route]), [['GET', '/zip/:id']]);
+  });
+
+  it('jobs from before arming are never counted: pending never negative, completions only of jobs seen starting', async () => {
+    const r = await scenario('armLate', { UVSCOPE_TRACER: 'auto' });
+    assert.equal(r.armed, true);
+    assert.equal(r.inFlight.crypto, 2);
+    assert.equal(r.after.crypto, 0);
+    assert.deepEqual(r.completed, [['PBKDF2REQUEST', 2]]);
+  });
+
+  it('the app\'s own async_hooks and AsyncLocalStorage work as without uvscope; stop() while armed restores everything', async () => {
+    const r = await scenario('own');
+    assert.deepEqual(r.stores, [1, 2, 3]);
+    assert.equal(r.seen.init, 3 + 2 + 1, 'the app\'s hook sees every pbkdf2 job');
+    assert.equal(r.pendingWhileArmed.other, 0, 'an AsyncResource of JS code is not threadpool work');
+    assert.deepEqual(r.outputs, ['same bytes', r.expectedKey, r.expectedKey, 'same bytes']);
+    assert.equal(r.armedAfterStop, false);
+    assert.equal(r.restored.run, true, 'zlib write is native again after stop()');
+  });
+
+  it('busy pool threads: computing + runnable equal the K CPU jobs kept running (Node 22+)', async function () {
+    if (process.platform !== 'linux') this.skip();
+    for (const K of [1, 3]) {
+      const r = await scenario('busy', { UVSCOPE_TRACER: 'off', FIXTURE_K: String(K) });
+      if (NODE_MAJOR < 22) {
+        assert.equal(r.busy.available, false);
+        assert.match(r.busy.reason, /does not name its pool threads/);
+        continue;
+      }
+      assert.equal(r.busy.available, true, JSON.stringify(r.busy));
+      assert.equal(r.busy.threads, 4);
+      const busy = r.busy.computing + r.busy.runnable;
+      assert.ok(Math.abs(busy - K) <= 0.4, `K=${K}: computing ${r.busy.computing} + runnable ${r.busy.runnable}`);
+    }
+  });
+
+  it('auto: stays off on a healthy app, arms within seconds of a saturated pool, disarms after its window', async () => {
+    const r = await scenario('auto', {
+      UVSCOPE_TRACER: 'auto', UVSCOPE_INTERVAL_MS: '250', UVSCOPE_TRACER_WINDOW_MS: '2000', UVSCOPE_TRACER_COOLDOWN_MS: '60000',
+      FIXTURE_HEALTHY_MS: '2500', FIXTURE_SATURATED_MS: '5500',
+    });
+    assert.equal(r.healthy.armings, 0, 'healthy app: never armed');
+    assert.equal(r.tracer.armings, 1, JSON.stringify(r));
+    const on = r.events.find((e) => e.armed);
+    const off = r.events.find((e) => !e.armed);
+    assert.ok(on.atMs - r.saturatedAtMs < 3000, `armed ${on.atMs - r.saturatedAtMs} ms after saturation`);
+    assert.ok(off && off.atMs - on.atMs >= 1900 && off.atMs - on.atMs < 4000, JSON.stringify(r.events));
+    assert.equal(r.sawPbkdf2, true);
+    assert.ok(r.tracer.armedSeconds >= 2 && r.tracer.armedSeconds < 3, String(r.tracer.armedSeconds));
+  });
+});
+
+describe('tracer figures in Prometheus', function () {
+  it('pending by kind, job.duration by kind and type, tracer armed', async () => {
+    const { Registry } = require('prom-client');
+    const uvscope = require('../lib/index');
+    const registry = new Registry();
+    const agent = uvscope.start({ exporters: 'prometheus', prometheus: { registry }, tracer: { mode: 'on' }, intervalMs: 3600000 });
+    try {
+      agent.sampleNow();
+      await new Promise((resolve) => require('crypto').pbkdf2('a', 'b', 1000, 32, 'sha256', resolve));
+      agent.sampleNow();
+      const text = await registry.metrics();
+      assert.match(text, /^nodejs_uv_threadpool_job_duration_seconds_count\{kind="crypto",type="PBKDF2REQUEST"\} 1$/m);
+      assert.match(text, /^nodejs_uv_threadpool_pending\{kind="crypto"\} 0$/m);
+      assert.match(text, /^uvscope_tracer_armed 1$/m);
+    } finally {
+      await uvscope.stop();
+    }
+  });
+});
