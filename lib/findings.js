@@ -3,7 +3,7 @@
 const { searchExpanded } = require('./resolver');
 const { dnsSlots } = require('./libuv');
 const { findPoint } = require('./snapshot');
-const { summarizePool, dnsSlotsAreTheLimit, threadpoolSaturated } = require('./threadpool-findings');
+const { summarizePool, dnsSlotsAreTheLimit, threadpoolSaturated, poolHeld } = require('./threadpool-findings');
 
 // Thresholds, in one place. Each rule says in its evidence which one it crossed.
 const LIMITS = Object.freeze({
@@ -182,12 +182,21 @@ function dnsResolverTimeout(window, resolver) {
 function dnsNoCache(window, lim) {
   const seconds = windowSeconds(window);
   const byName = new Map();
+  let heldIntervals = 0;
   for (const s of window) {
+    // While other work holds every pool thread, lookups wait for a thread, not because they are
+    // many (threadpool-saturated names the holder): their time there is not this finding's cost.
+    const held = Boolean(s.pool) && poolHeld(s, lim);
+    if (held) heldIntervals++;
     for (const h of s.hosts) {
       if (h.name === '_other') continue;
       const t = byName.get(h.name) || { name: h.name, lookups: 0, intervals: 0, seconds: 0, queueWaitSeconds: 0, duplicates: 0, maxInFlight: 0 };
       t.lookups += h.lookups;
       if (h.lookups > 0) t.intervals++;
+      if (held) {
+        byName.set(h.name, t);
+        continue;
+      }
       t.seconds += h.seconds;
       t.queueWaitSeconds += h.queueWaitSeconds || 0;
       t.duplicates += h.duplicates;
@@ -213,6 +222,8 @@ function dnsNoCache(window, lim) {
     summary: `${worst.name} is looked up ${(worst.lookups / seconds).toFixed(1)} times a second in ${worst.intervals} of the last ${window.length} intervals${worst.maxInFlight > 1 ? `, up to ${worst.maxInFlight} at once` : ''}${who ? `, mostly by ${who.caller}` : ''}, and callers waited ${ms(worst.seconds / seconds)} per second for it${worst.queueWaitSeconds > 0.001 ? ` (${ms(worst.queueWaitSeconds / seconds)} of that for a DNS slot)` : ''}: nothing caches or coalesces these lookups.`,
     evidence: {
       windowSeconds: round(seconds),
+      // ruled out: intervals when other work held every pool thread (their waiting is not counted)
+      intervalsPoolHeld: heldIntervals,
       hostnames: hot.slice(0, 10).map((h) => ({
         name: h.name,
         lookups: h.lookups,

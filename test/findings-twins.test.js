@@ -4,8 +4,8 @@
 
 const assert = require('node:assert/strict');
 const path = require('path');
-const { createDnsServer } = require('./helpers/dns-server');
-const { requireNamespace, runInNamespace, resolvConf } = require('./helpers/namespace');
+const { withDnsServer } = require('./helpers/dns-server');
+const { runInNamespace, resolvConf } = require('./helpers/namespace');
 const { REGISTER, FIXTURES, freePort, lastJson } = require('./helpers/child');
 
 const APP = path.join(FIXTURES, 'twins-app.js');
@@ -31,15 +31,12 @@ const requests = (snapshot, reused) => snapshot.points
   .reduce((a, p) => a + p.value, 0);
 
 describe('findings: healthy twins raise no finding', function () {
-  let server;
-  before(async function () {
-    requireNamespace(this);
-    server = await createDnsServer({ address: DNS, port: 53 });
-    server.setName('api.twins.test', { a: '127.0.0.1', delayMs: 20, ttl: 60 });
-    server.setName('*.cron.twins.test', { a: '127.0.0.1', delayMs: 5 });
-  });
-  after(async () => {
-    if (server) await server.close();
+  const server = withDnsServer({
+    address: DNS,
+    names: {
+      'api.twins.test': { a: '127.0.0.1', delayMs: 20, ttl: 60 },
+      '*.cron.twins.test': { a: '127.0.0.1', delayMs: 5 },
+    },
   });
 
   it('a keep-alive pool warming up: 8 concurrent lookups of one name at start, then none', async () => {

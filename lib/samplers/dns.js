@@ -5,7 +5,8 @@ const { isIP } = require('net');
 const { syncBuiltinESMExports } = require('module');
 const { Histogram } = require('../histogram');
 const { DNS_BUCKETS, QUEUE_WAIT_BUCKETS } = require('../metrics');
-const { threadpoolSize, dnsSlots } = require('../libuv');
+const { dnsSlots } = require('../libuv');
+const { readSetting } = require('../options');
 const { reportError } = require('../report');
 const { captureCaller } = require('../callers');
 const { published } = require('../channels');
@@ -41,7 +42,8 @@ const { dnsLookupStart: startChannel, dnsLookupEnd: endChannel } = published;
  * @param {object} [options.dns] the dns module (injectable for tests)
  * @param {number} [options.maxNames] distinct hostnames kept as labels; the rest count as _other
  * @param {() => { timeout: number } | null} [options.resolver] the resolv.conf in force
- * @param {NodeJS.ProcessEnv} [options.env] for UV_THREADPOOL_SIZE (read at the first lookup)
+ * @param {NodeJS.ProcessEnv} [options.env] where UV_THREADPOOL_SIZE is read at the first lookup
+ *   (process.env by default, through lib/options.js)
  * @param {number} [options.recentMs] how far back percentiles reach (default 60 s)
  *
  * Each lookup is split into its wait for a DNS slot and its resolving. libuv runs getaddrinfo
@@ -60,9 +62,8 @@ function createDnsSampler(options = {}) {
   const series = new Map(); // `${name}\0${errorType}` -> { name, errorType, histogram }
   const hosts = new Map(); // name -> per-hostname statistics
   const queueWaits = new Map(); // name -> Histogram of the wait for a DNS slot
-  const env = options.env || process.env;
   const recentMs = options.recentMs || RECENT_MS;
-  const slots = createSlotModel(() => dnsSlots(threadpoolSize(env.UV_THREADPOOL_SIZE)));
+  const slots = createSlotModel(() => dnsSlots(readSetting('threadpool.size', options.env)));
   let inFlight = 0;
   let active = true;
   let callerBudget = CALLER_SAMPLES_PER_INTERVAL;

@@ -107,15 +107,7 @@ describe('samplers/dns: every lookup, against a DNS server the test controls', f
 
 describe('samplers/dns: each lookup split into its wait for a DNS slot and its resolving, against the DNS server\'s own clock', function () {
   const SPLIT = path.join(FIXTURES, 'queue-split-app.js');
-  let server;
-  before(async function () {
-    requireNamespace(this);
-    server = await createDnsServer({ address: '127.0.14.2', port: 53 });
-    server.setName('*.split.test', { a: '127.0.0.1', delayMs: 30 });
-  });
-  after(async () => {
-    if (server) await server.close();
-  });
+  const server = withDnsServer({ address: '127.0.14.2', names: { '*.split.test': { a: '127.0.0.1', delayMs: 30 } } });
 
   async function run(plan) {
     server.reset();
