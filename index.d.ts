@@ -9,7 +9,7 @@ export interface PrometheusOptions {
   host?: string;
   /** Port of the metrics server (UVSCOPE_PROMETHEUS_PORT, default 9464; 0 picks a free one). */
   port?: number;
-  /** Put uvscope's metrics into this prom-client registry instead; no server is opened. */
+  /** Put uvscope's metrics into this registry instead (prom-client 15 or @prometheus-io/client 0.16); no server is opened. */
   registry?: Registry;
 }
 
@@ -21,6 +21,21 @@ export interface Options {
   /** Sampling interval in milliseconds, 50 to 3600000 (UVSCOPE_INTERVAL_MS, default 1000). */
   intervalMs?: number;
   prometheus?: PrometheusOptions;
+  /** Several processes of one app on one endpoint (cluster, PM2, NODE_OPTIONS children). */
+  multiprocess?: {
+    /**
+     * When the endpoint's port is held by another uvscope process, send this process's figures
+     * there, served with a pid label (UVSCOPE_MULTIPROCESS, default true).
+     */
+    aggregate?: boolean;
+    /** Other processes the endpoint serves at once, 1 to 4096 (UVSCOPE_MULTIPROCESS_MAX_PROCESSES, default 128). */
+    maxProcesses?: number;
+    /**
+     * How long a process that stopped sending keeps its series, 1000 to 86400000 ms
+     * (UVSCOPE_MULTIPROCESS_TTL_MS; default 3 of that process's sampling intervals, at least 1 s).
+     */
+    ttlMs?: number;
+  };
   /** Where /snapshot.json is served when Prometheus is off (with Prometheus on, it is on its server). */
   snapshot?: {
     /** UVSCOPE_SNAPSHOT_HOST, default 127.0.0.1. */
@@ -156,6 +171,17 @@ export interface Snapshot {
   readonly points: readonly Point[];
   /** Per-sampler details (per-hostname DNS figures, connections, resolv.conf). */
   readonly details: SnapshotDetails;
+  readonly findings: readonly Finding[];
+}
+
+/** Another process served at the same endpoint, as /snapshot.json lists it under `processes`. */
+export interface ProcessSnapshot {
+  readonly pid: number;
+  /** The node:cluster worker id, for a cluster worker. */
+  readonly workerId?: string;
+  readonly time: number;
+  readonly intervalMs: number;
+  readonly points: readonly Point[];
   readonly findings: readonly Finding[];
 }
 

@@ -1,16 +1,21 @@
 'use strict';
 
-const { countTypes } = require('./samplers/resources');
 const { SAMPLERS } = require('./samplers');
-const { createExporter } = require('./exporters');
+const { createExporter, startEarly } = require('./exporters');
 const { createOwnIo } = require('./own-io');
-const { createAgentServer, endpointFor, sendBody } = require('./server');
 const channels = require('./channels');
 const { reportError, errorCountsSnapshot } = require('./report');
-const { readResolverConfig } = require('./resolver');
-const { createFindingsEngine } = require('./findings');
-const { formatReport } = require('./format-report');
-const { createHistory } = require('./page');
+const { injectFault } = require('./faults');
+
+// Loaded when the agent's second phase starts (see start()), off the app's startup path.
+const lazy = {
+  get countTypes() { return require('./samplers/resources').countTypes; },
+  get server() { return require('./server'); },
+  get resolver() { return require('./resolver'); },
+  get findings() { return require('./findings'); },
+  get formatReport() { return require('./format-report').formatReport; },
+  get page() { return require('./page'); },
+};
 
 // resolv.conf and /etc/hosts are re-read this often (tiny files, read synchronously).
 const RESOLVER_REFRESH_MS = 60000;
@@ -39,37 +44,97 @@ class Agent {
     this.ownIo = createOwnIo();
     /** @type {import('./server').AgentServer | null} */
     this.server = null;
-    this.history = createHistory();
-    this.findings = createFindingsEngine({ intervalMs: options.intervalMs, startTime: Date.now() });
+    this.history = null; // the page's recent samples (lib/page), from the second phase
+    this.findings = null; // from the second phase
+    this.early = null; // what the first phase made, until the second phase adopts it
+    this.deferred = null; // the timer that starts the second phase
   }
 
-  /** Create samplers and exporters and start the timer. Never throws. */
-  start() {
-    this.#refreshResolver(Date.now());
+  /**
+   * Start in two phases. The first does what must precede the app's first line: the early
+   * samplers (wrap dns.lookup, subscribe to the connection channels) and the exporters' early
+   * work (lib/exporters.js EARLY), all cheap. The second creates the endpoint, the exporters
+   * (prom-client, hot-shots, the OpenTelemetry SDK load there) and the other samplers; the
+   * sampling timer starts with the first. With `defer` (the preload) the second phase runs on the
+   * first timer tick, after the app's top-level code, from an unref'd timer: a process that exits
+   * before its loop turns never pays for it, and a long-running one gets its endpoint within a millisecond of its
+   * loop starting. That tick comes before any I/O callback of the loop's first turn, so no lookup
+   * the app's top-level code starts completes before the exporters listen for it. Never throws.
+   * @param {{ defer?: boolean }} [how]
+   */
+  start({ defer = false } = {}) {
     /** @type {import('./samplers').SamplerContext} */
     const samplerContext = { options: this.options, ownIo: this.ownIo, resolver: () => this.resolver };
-    for (const { name, create } of SAMPLERS) {
-      const sampler = this.#safely(`sampler:${name}`, () => create(samplerContext));
-      if (sampler) this.samplers.push(sampler);
+    const samplers = new Map();
+    for (const { name, early, create } of SAMPLERS) {
+      if (!(typeof early === 'function' ? early(this.options) : early)) continue;
+      const sampler = this.#safely(`sampler:${name}`, () => {
+        injectFault(`create:sampler:${name}`);
+        return create(samplerContext);
+      });
+      if (sampler) samplers.set(name, sampler);
     }
-    this.server = this.#safely('server', () => this.#createServer());
+    this.samplers = [...samplers.values()];
     const context = this.#exporterContext();
+    const pre = new Map();
     for (const name of this.options.exporters) {
-      const exporter = this.#safely(`exporter:${name}`, () => createExporter(name, context));
-      if (exporter) this.exporters.push(exporter);
+      this.#safely(`exporter:${name}`, () => pre.set(name, startEarly(name, context)));
     }
-    this.timer = setInterval(() => this.sampleNow(), this.options.intervalMs);
-    this.timer.unref();
+    this.early = { samplerContext, samplers, pre };
     if (this.options.reportOnExit) {
       const target = this.options.reportOnExit;
       this.onExit = () => this.#safely('report', () => {
         const snapshot = this.sampleNow();
-        if (target === true) process.stderr.write(formatReport(snapshot));
-        else require('fs').writeFileSync(target, require('./page').staticReport({ snapshot: { pid: process.pid, ...snapshot }, history: this.history.list() }));
+        if (target === true) process.stderr.write(lazy.formatReport(snapshot));
+        else require('fs').writeFileSync(target, lazy.page.staticReport({ snapshot: { pid: process.pid, ...snapshot }, history: this.history ? this.history.list() : [] }));
       });
       process.on('exit', this.onExit);
     }
+    // The sampling timer starts now, so the first sample comes one interval after the preload
+    // however long the second phase takes (loading prom-client on a busy machine: 100s of ms).
+    this.timer = setInterval(() => this.sampleNow(), this.options.intervalMs);
+    this.timer.unref();
+    if (defer) {
+      this.deferred = setTimeout(() => this.#startRest(), 0);
+      this.deferred.unref();
+    } else {
+      this.#startRest();
+    }
+    injectFault('agent:start');
     return this;
+  }
+
+  /** The second phase (see start()); runs once. */
+  #startRest() {
+    if (this.early === null || this.closed) return;
+    clearTimeout(this.deferred);
+    this.deferred = null;
+    const { samplerContext, samplers, pre } = this.early;
+    this.early = null;
+    this.history = this.#safely('page', () => lazy.page.createHistory());
+    this.findings = this.#safely('findings', () => lazy.findings.createFindingsEngine({ intervalMs: this.options.intervalMs, startTime: Date.now() }));
+    this.#refreshResolver(Date.now());
+    this.server = this.#safely('server', () => this.#createServer());
+    // Exporters before the other samplers: loading their libraries blocks the loop for tens of
+    // ms, which the event-loop sampler must not take for the app's delay (its monitor starts after).
+    const context = this.#exporterContext();
+    for (const name of this.options.exporters) {
+      const exporter = this.#safely(`exporter:${name}`, () => {
+        injectFault(`create:exporter:${name}`);
+        return createExporter(name, context, pre.get(name));
+      });
+      if (exporter) this.exporters.push(exporter);
+      else if (pre.get(name)) this.#safely(`exporter:${name}`, () => pre.get(name).close());
+    }
+    const all = [];
+    for (const { name, create } of SAMPLERS) {
+      const sampler = samplers.has(name) ? samplers.get(name) : this.#safely(`sampler:${name}`, () => {
+        injectFault(`create:sampler:${name}`);
+        return create(samplerContext);
+      });
+      if (sampler) all.push(sampler);
+    }
+    this.samplers = all;
   }
 
   /**
@@ -78,6 +143,7 @@ class Agent {
    * @returns {import('./snapshot').Snapshot}
    */
   sampleNow() {
+    this.#startRest();
     const tick = { resources: this.#countResources() };
     const points = this.#samplePoints(tick);
     const time = Date.now();
@@ -89,7 +155,7 @@ class Agent {
     points.push(...errorPoints());
     const snapshot = deepFreeze({ time, intervalMs: this.options.intervalMs, points, details, findings });
     this.latest = snapshot;
-    this.#safely('page', () => this.history.add(snapshot));
+    if (this.history) this.#safely('page', () => this.history.add(snapshot));
     this.#exportAll(snapshot);
     return snapshot;
   }
@@ -98,9 +164,12 @@ class Agent {
   async stop() {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.deferred);
     clearInterval(this.timer);
     if (this.onExit) process.off('exit', this.onExit);
     for (const s of this.samplers) this.#safely(`sampler:${s.name}`, () => s.close());
+    // Stopped before the second phase: undo the exporters' early work.
+    if (this.early) for (const [name, pre] of this.early.pre) if (pre) this.#safely(`exporter:${name}`, () => pre.close());
     await Promise.all([
       ...this.exporters.map(async (e) => {
         try {
@@ -131,21 +200,28 @@ class Agent {
    * exporters add theirs (/metrics). A route is one line.
    */
   #createServer() {
+    const { createAgentServer, endpointFor, sendBody } = lazy.server;
     const endpoint = endpointFor(this.options);
     if (!endpoint) return null;
-    const server = createAgentServer(endpoint);
-    // The latest snapshot with its findings (uvscope report reads this).
-    server.route('/snapshot.json', (req, res) => sendBody(req, res, 'application/json', JSON.stringify(this.latest ? { pid: process.pid, ...this.latest } : null)), 'findings');
+    const multiprocess = { ...this.options.multiprocess, intervalMs: this.options.intervalMs, lookup: this.ownIo.lookup, sample: () => this.sampleNow() };
+    const server = createAgentServer({ ...endpoint, multiprocess });
+    // The latest snapshot with its findings (uvscope report reads this); other processes of the
+    // app served here follow under processes (lib/multiprocess.js).
+    server.route('/snapshot.json', (req, res) => {
+      const own = this.latest ? { pid: process.pid, ...this.latest } : null;
+      const others = server.others();
+      sendBody(req, res, 'application/json', JSON.stringify(others.length === 0 ? own : { ...own, processes: others }));
+    }, 'findings');
     // The page (lib/page) and the compact history its charts start from.
-    server.route('/', (req, res) => sendBody(req, res, 'text/html; charset=utf-8', require('./page').pageHtml(), NO_STORE), 'the page');
-    server.route('/history.json', (req, res) => sendBody(req, res, 'application/json', JSON.stringify(this.history.list()), NO_STORE));
+    server.route('/', (req, res) => sendBody(req, res, 'text/html; charset=utf-8', lazy.page.pageHtml(), NO_STORE), 'the page');
+    server.route('/history.json', (req, res) => sendBody(req, res, 'application/json', JSON.stringify(this.history ? this.history.list() : []), NO_STORE));
     return server;
   }
 
   /** process.getActiveResourcesInfo() counted by type, once for every sampler. */
   #countResources() {
     try {
-      if (typeof process.getActiveResourcesInfo === 'function') return countTypes(process.getActiveResourcesInfo());
+      if (typeof process.getActiveResourcesInfo === 'function') return lazy.countTypes(process.getActiveResourcesInfo());
     } catch (err) {
       reportError('sampler:resources', err);
     }
@@ -157,7 +233,12 @@ class Agent {
     const points = [];
     for (const sampler of this.samplers) {
       try {
-        for (const p of sampler.sample(tick)) points.push(Object.freeze({ ...p, attributes: Object.freeze(p.attributes) }));
+        injectFault(`sample:${sampler.name}`);
+        // Samplers return fresh points: frozen in place rather than copied (fewer objects per sample).
+        for (const p of sampler.sample(tick)) {
+          Object.freeze(p.attributes);
+          points.push(Object.freeze(p));
+        }
       } catch (err) {
         reportError(`sampler:${sampler.name}`, err);
       }
@@ -171,6 +252,7 @@ class Agent {
     for (const sampler of this.samplers) {
       if (typeof sampler.details !== 'function') continue;
       try {
+        injectFault(`details:${sampler.name}`);
         details[sampler.name] = sampler.details();
       } catch (err) {
         reportError(`sampler:${sampler.name}`, err);
@@ -193,7 +275,8 @@ class Agent {
 
   #evaluateFindings(time, points, details) {
     try {
-      return this.findings.evaluate({ time, points, details });
+      injectFault('findings');
+      return this.findings ? this.findings.evaluate({ time, points, details }) : [];
     } catch (err) {
       reportError('findings', err);
       return [];
@@ -201,9 +284,12 @@ class Agent {
   }
 
   #exportAll(snapshot) {
+    // A process that does not hold the endpoint's port sends its snapshot to the one that does.
+    if (this.server) this.#safely('multiprocess', () => this.server.export(snapshot));
     for (const exporter of this.exporters) {
       if (typeof exporter.export !== 'function') continue;
       try {
+        injectFault(`export:${exporter.name}`);
         exporter.export(snapshot);
       } catch (err) {
         reportError(`exporter:${exporter.name}`, err);
@@ -215,7 +301,7 @@ class Agent {
     if (this.resolver && now - this.resolverReadAt < RESOLVER_REFRESH_MS) return;
     this.resolverReadAt = now;
     try {
-      this.resolver = readResolverConfig();
+      this.resolver = lazy.resolver.readResolverConfig();
     } catch (err) {
       reportError('resolver', err);
     }
@@ -246,10 +332,12 @@ function errorPoints() {
   return out;
 }
 
+// for...in rather than Object.values(): no array per object (a snapshot holds thousands of
+// objects with many hostnames, and this runs every sample).
 function deepFreeze(value) {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
+    for (const k in value) deepFreeze(value[k]);
   }
   return value;
 }

@@ -22,6 +22,12 @@ const published = Object.freeze({
    * for a DNS slot (estimated, see lib/samplers/dns.js).
    */
   dnsLookupEnd: diagnosticsChannel.channel('uvscope:dns.lookup:end'),
+  /**
+   * A threadpool job the tracer saw start (while armed) called back.
+   * `{ kind: 'dns'|'fs'|'crypto'|'zlib'|'other', type: string, seconds: number }`: type is the
+   * provider type (PBKDF2REQUEST, ZLIB, an addon's name), seconds from submission to callback.
+   */
+  threadpoolJobEnd: diagnosticsChannel.channel('uvscope:threadpool.job:end'),
 });
 
 /**

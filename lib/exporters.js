@@ -35,13 +35,35 @@ const EXPORTERS = Object.freeze({
 });
 
 /**
+ * Exporters with work that cannot wait for the agent's second phase (lib/agent.js start()): their
+ * early(context) runs in the preload, and what it returns is handed to createExporter later.
+ * Only these exporters' modules load in the preload; the others' load with their libraries.
+ * @type {Readonly<Record<string, () => (context: ExporterContext) => { close(): void }>>}
+ */
+const EARLY = Object.freeze({
+  datadog: () => require('../exporters/datadog').early, // tags on dd-trace's dns.lookup spans
+});
+
+/**
+ * An exporter's early work (see EARLY), if it has any.
+ * @param {string} name a key of EXPORTERS
+ * @param {ExporterContext} context
+ * @returns {{ close(): void } | undefined}
+ */
+function startEarly(name, context) {
+  return EARLY[name] ? EARLY[name]()(context) : undefined;
+}
+
+/**
  * Create one exporter by name.
  * @param {string} name a key of EXPORTERS
  * @param {ExporterContext} context
+ * @param {object} [pre] what startEarly(name, context) returned
  * @returns {Exporter}
  */
-function createExporter(name, context) {
-  return EXPORTERS[name]().createExporter(context);
+function createExporter(name, context, pre) {
+  const mod = EXPORTERS[name]();
+  return pre === undefined ? mod.createExporter(context) : mod.createExporter(context, pre);
 }
 
-module.exports = { EXPORTERS, createExporter };
+module.exports = { EXPORTERS, createExporter, startEarly };

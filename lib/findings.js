@@ -46,6 +46,9 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
   const lim = { ...LIMITS, ...limits };
   const size = Math.max(1, Math.ceil(lim.windowMs / intervalMs));
   const window = [];
+  // Callers per hostname, from the latest interval that had them (they are cumulative), kept once
+  // rather than in every summary of the window.
+  const callers = new Map(); // name -> { callers, time }
   let previous = null;
   let previousTime = startTime;
 
@@ -57,15 +60,36 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
      */
     evaluate(sample) {
       const summary = summarize(sample, previous, previousTime);
-      previous = sample;
+      // Only what the next summary reads of this one (the probes' cumulative waits): keeping the
+      // whole sample would keep every hostname's figures alive for one more interval.
+      previous = { time: sample.time, points: sample.points.filter((p) => p.name === 'nodejs.uv.threadpool.queue_wait') };
       previousTime = sample.time;
       window.push(summary);
       if (window.length > size) window.shift();
-      const found = [
+      // While other work holds every pool thread, lookups wait for a thread, not because they are
+      // many (threadpool-saturated names the holder): that waiting is not dns-no-cache's cost.
+      summary.poolHeld = Boolean(summary.pool) && poolHeld(summary, lim);
+      if (summary.poolHeld) for (const h of summary.hosts) h.noCacheSeconds = h.noCacheQueueWait = 0;
+      mergeHosts(window, lim.windowMs / HOST_BUCKETS);
+      const dnsHosts = (sample.details.dns && sample.details.dns.hosts) || [];
+      for (const h of dnsHosts) {
+        if (!h.callers || !h.callers.length || !isActive(h)) continue;
+        const c = callers.get(h.name);
+        if (c) {
+          c.callers = h.callers;
+          c.time = sample.time;
+        } else {
+          callers.set(h.name, { callers: h.callers, time: sample.time });
+        }
+      }
+      callers.forEach((c, name) => {
+        if (c.time < window[0].time) callers.delete(name);
+      });
+      return [
         threadpoolSaturated(window, lim),
         threadpoolDnsSaturated(window, lim),
         dnsResolverTimeout(window, sample.details.resolver),
-        dnsNoCache(window, lim),
+        dnsNoCache(window, lim, callers),
         dnsSearchExpansion(window, sample.details.resolver),
         eventLoopBlocked(window, lim),
         httpNoKeepAlive(window, lim),
@@ -105,7 +129,9 @@ function summarize(sample, previous, previousTime) {
     // The first interval holds the app's and the agent's startup (modules loaded synchronously
     // before anything is served): its loop delay is not a blocked service.
     startup: previous === null,
-    hosts: (sample.details.dns && sample.details.dns.hosts) || [],
+    hosts: compactHosts(sample.details.dns),
+    // The hostnames whose recent lookups have a tail (dns-tail-latency reads the latest only).
+    tails: tailHosts(sample.details.dns),
     connections: sample.details.connections || null,
     heapLimit: value('v8js.memory.heap.limit'),
     containerLimit: value('nodejs.memory.constrained'),
@@ -179,26 +205,92 @@ function dnsResolverTimeout(window, resolver) {
   };
 }
 
-function dnsNoCache(window, lim) {
+// Per-hostname figures in the window are merged into at most HOST_BUCKETS buckets (5 s each over
+// 60 s): the latest summary of a bucket carries the bucket's sums (and the largest per-interval
+// figures), the earlier ones none. Rules sum and take maxima over the window as before, so they
+// see the same figures; memory per hostname no longer grows with the number of intervals
+// (UVSCOPE_INTERVAL_MS=50 kept 1200 entries per name). A bucket leaves the window with its latest
+// interval, so host figures cover the last 60 to 65 s.
+const HOST_BUCKETS = 12;
+// Per-interval counts and sums of a hostname's details, added up when intervals merge; max* fields
+// take the largest; any other number is a figure of the moment and takes the latest.
+const SUMMED = new Set(['lookups', 'errors', 'seconds', 'duplicates', 'timeouts', 'queueWaitSeconds', 'resolveSeconds', 'queuedLookups', 'intervals', 'noCacheSeconds', 'noCacheQueueWait']);
+const NO_HOSTS = Object.freeze([]);
+
+function mergeHosts(window, bucketMs) {
+  const summary = window[window.length - 1];
+  const prev = window.length > 1 ? window[window.length - 2] : null;
+  if (!prev || prev.hostsSince === undefined || summary.time - prev.hostsSince >= bucketMs) {
+    summary.hostsSince = summary.time;
+    return;
+  }
+  summary.hostsSince = prev.hostsSince;
+  const byName = new Map();
+  for (const h of prev.hosts) byName.set(h.name, h);
+  for (const h of summary.hosts) {
+    const m = byName.get(h.name);
+    if (!m) {
+      byName.set(h.name, h);
+      continue;
+    }
+    for (const k in h) {
+      if (typeof h[k] !== 'number') continue;
+      if (SUMMED.has(k)) m[k] = (m[k] || 0) + h[k];
+      else if (k.startsWith('max')) m[k] = Math.max(m[k] || 0, h[k]);
+      else m[k] = h[k]; // a figure of the moment (inFlight, totalLookups, ...): the latest
+    }
+  }
+  summary.hosts = [...byName.values()];
+  prev.hosts = NO_HOSTS;
+}
+
+// What the rules read of a hostname's interval, for the hostnames active in it: the window holds
+// these, merged (mergeHosts), not the snapshot's full details with callers (which made ~20 KB per
+// kept hostname over a 60 s window at a 1 s interval).
+function compactHosts(dns) {
+  const out = [];
+  for (const h of (dns && dns.hosts) || []) {
+    if (!isActive(h)) continue;
+    // What the rules read (here and in lib/threadpool-findings.js); add a field here to read it.
+    out.push({
+      name: h.name, lookups: h.lookups, duplicates: h.duplicates, maxDuplicates: h.duplicates, maxInFlight: h.maxInFlight, timeouts: h.timeouts, maxSeconds: h.maxSeconds,
+      // each lookup's split (impact of threadpool-dns-saturated) and dns-no-cache's cost (zeroed
+      // where other work held the pool), intervals with lookups (its sustained repetition)
+      seconds: h.seconds || 0, queueWaitSeconds: h.queueWaitSeconds || 0, queuedLookups: h.queuedLookups || 0,
+      noCacheSeconds: h.seconds || 0, noCacheQueueWait: h.queueWaitSeconds || 0, intervals: h.lookups > 0 ? 1 : 0,
+    });
+  }
+  return out;
+}
+
+function isActive(h) {
+  return h.lookups > 0 || h.duplicates > 0 || h.timeouts > 0 || h.maxInFlight > 0 || h.maxSeconds > 0;
+}
+
+// Hostnames whose recent lookups (the sampler's last 60 s) have enough of them and a p99 far
+// above the median, with the figures dns-tail-latency reports.
+function tailHosts(dns) {
+  const out = [];
+  for (const h of (dns && dns.hosts) || []) {
+    if (h.recentLookups > 0 && h.p50 !== null && h.p99 > h.p50) {
+      out.push({ name: h.name, recentLookups: h.recentLookups, p50: h.p50, p99: h.p99, stddev: h.stddev, mean: h.mean, tail: h.tail });
+    }
+  }
+  return out;
+}
+
+function dnsNoCache(window, lim, callersByName) {
   const seconds = windowSeconds(window);
   const byName = new Map();
-  let heldIntervals = 0;
+  const heldIntervals = window.filter((s) => s.poolHeld).length;
   for (const s of window) {
-    // While other work holds every pool thread, lookups wait for a thread, not because they are
-    // many (threadpool-saturated names the holder): their time there is not this finding's cost.
-    const held = Boolean(s.pool) && poolHeld(s, lim);
-    if (held) heldIntervals++;
     for (const h of s.hosts) {
       if (h.name === '_other') continue;
       const t = byName.get(h.name) || { name: h.name, lookups: 0, intervals: 0, seconds: 0, queueWaitSeconds: 0, duplicates: 0, maxInFlight: 0 };
       t.lookups += h.lookups;
-      if (h.lookups > 0) t.intervals++;
-      if (held) {
-        byName.set(h.name, t);
-        continue;
-      }
-      t.seconds += h.seconds;
-      t.queueWaitSeconds += h.queueWaitSeconds || 0;
+      t.intervals += h.intervals || 0;
+      t.seconds += h.noCacheSeconds || 0;
+      t.queueWaitSeconds += h.noCacheQueueWait || 0;
       t.duplicates += h.duplicates;
       t.maxInFlight = Math.max(t.maxInFlight, h.maxInFlight);
       byName.set(h.name, t);
@@ -211,7 +303,8 @@ function dnsNoCache(window, lim) {
       && (h.seconds / seconds >= lim.noCacheSecondsPerSecond || h.queueWaitSeconds / seconds >= lim.noCacheQueueWaitPerSecond))
     .sort((a, b) => b.seconds - a.seconds);
   if (hot.length === 0) return null;
-  const callers = callersOf(window);
+  hot.sort((a, b) => b.value - a.value);
+  const callers = new Map([...callersByName].map(([name, c]) => [name, c.callers]));
   const worst = hot[0];
   // Lookups that start on a later tick (dgram's first send, say) have no app frame on the stack.
   const who = (callers.get(worst.name) || []).find((c) => c.caller !== '(unknown)');
@@ -350,7 +443,7 @@ function heapLimitAboveContainer(last, lim) {
 function dnsTailLatency(window, lim) {
   const last = window[window.length - 1];
   const loopMax = Math.max(0, ...window.map((s) => s.delayMax || 0));
-  const hot = last.hosts
+  const hot = (last.tails || [])
     .filter((h) => h.recentLookups >= lim.tailMinLookups && h.p50 !== null && h.p99 >= lim.tailRatio * h.p50 && h.p99 - h.p50 >= lim.tailExcessS)
     .map((h) => {
       const excess = h.tail.meanSeconds - h.p50;
@@ -495,21 +588,17 @@ function round3(x) {
 // Sum a per-host figure over the window, largest first.
 function aggregate(window, pick) {
   const sums = new Map();
-  for (const s of window) for (const h of s.hosts) sums.set(h.name, (sums.get(h.name) || 0) + pick(h));
+  for (const s of window) {
+    for (const h of s.hosts) {
+      const v = pick(h);
+      if (v) sums.set(h.name, (sums.get(h.name) || 0) + v); // zeros would be filtered out below
+    }
+  }
   return [...sums].filter(([, v]) => v > 0).map(([name, value]) => ({ name, value })).sort((a, b) => b.value - a.value);
 }
 
 function topHosts(window, pick) {
   return aggregate(window, pick).map((h) => ({ name: h.name, lookups: h.value }));
-}
-
-// Callers per hostname from the latest interval that had them (callers are cumulative).
-function callersOf(window) {
-  const out = new Map();
-  for (let i = window.length - 1; i >= 0; i--) {
-    for (const h of window[i].hosts) if (!out.has(h.name) && h.callers.length) out.set(h.name, h.callers);
-  }
-  return out;
 }
 
 function ms(seconds) {

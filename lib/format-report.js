@@ -34,15 +34,11 @@ function formatReport(snapshot) {
     lines.push(`  ${h.name}: ${h.lookups} lookups, ${split}; recent ${h.recentLookups}: p50 ${ms(h.p50)}, p99 ${ms(h.p99)}, stddev ${ms(h.stddev)}`);
   }
   if (hosts.length > MAX_HOSTS) lines.push(`  ... and ${hosts.length - MAX_HOSTS} more hostnames`);
-  const findings = [...(snapshot.findings || [])].sort((a, b) => ((b.impact && b.impact.score) || 0) - ((a.impact && a.impact.score) || 0));
-  lines.push('');
-  if (findings.length === 0) lines.push('No findings.');
-  for (const f of findings) {
-    lines.push(`[${f.severity}] ${f.id}: ${f.summary}`);
-    if (f.impact) lines.push(`  impact: ${impactText(f.impact)}`);
-    for (const a of f.advice) lines.push(`  - ${a}`);
-    lines.push(`  evidence: ${JSON.stringify(f.evidence)}`);
-    lines.push('');
+  pushFindings(lines, snapshot.findings);
+  // The other processes served at the same endpoint (lib/multiprocess.js).
+  for (const p of Array.isArray(snapshot.processes) ? snapshot.processes : []) {
+    lines.push(`pid ${p.pid}${p.workerId !== undefined ? ` (worker ${p.workerId})` : ''}, ${new Date(p.time).toISOString()}`);
+    pushFindings(lines, p.findings);
   }
   return `${lines.join('\n').trimEnd()}\n`;
 }
@@ -63,6 +59,20 @@ function impactText(impact) {
   if (impact.requests !== undefined) parts.push(`${impact.requests} affected`);
   parts.push(`score ${impact.score}`);
   return parts.join(', ');
+}
+
+function pushFindings(lines, list = []) {
+  // costliest first (the agent sorts them too; a pushed snapshot may come from an older agent)
+  const findings = [...list].sort((a, b) => ((b.impact && b.impact.score) || 0) - ((a.impact && a.impact.score) || 0));
+  lines.push('');
+  if (findings.length === 0) lines.push('No findings.', '');
+  for (const f of findings) {
+    lines.push(`[${f.severity}] ${f.id}: ${f.summary}`);
+    if (f.impact) lines.push(`  impact: ${impactText(f.impact)}`);
+    for (const a of f.advice || []) lines.push(`  - ${a}`);
+    lines.push(`  evidence: ${JSON.stringify(f.evidence)}`);
+    lines.push('');
+  }
 }
 
 module.exports = { formatReport };

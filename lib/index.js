@@ -15,16 +15,37 @@ const AGENT = Symbol.for('uvscope.agent');
  * @returns {Agent|null} the running agent (the one already running if any), or null if disabled
  */
 function start(options) {
+  return startAgent(options, false);
+}
+
+/**
+ * What `--require uvscope/register` runs: start() with the environment's settings, whose second
+ * phase (exporters, most samplers) waits for the first timer tick after the app's top-level code,
+ * so a process that exits first never loads prom-client, hot-shots or the OpenTelemetry SDK.
+ * @returns {Agent|null}
+ */
+function preload() {
+  return startAgent(undefined, true);
+}
+
+function startAgent(options, defer) {
+  let agent = null;
   try {
     const running = globalThis[AGENT];
     if (running) return running;
     const resolved = resolveOptions(options);
     if (resolved.disabled) return null;
-    const agent = new Agent(resolved);
+    agent = new Agent(resolved);
     Object.defineProperty(globalThis, AGENT, { value: agent, configurable: true, enumerable: false, writable: false });
-    return agent.start();
+    return agent.start({ defer });
   } catch (err) {
     reportError('start', err);
+    // Undo what was done (timer, wrapped dns.lookup, servers, listeners) and free the guard, so a
+    // later start() can succeed.
+    if (agent) {
+      if (globalThis[AGENT] === agent) delete globalThis[AGENT];
+      agent.stop().catch((e) => reportError('start', e));
+    }
     return null;
   }
 }
@@ -45,4 +66,4 @@ function getAgent() {
   return globalThis[AGENT] || null;
 }
 
-module.exports = { start, stop, getAgent, catalog: CATALOG };
+module.exports = { start, stop, getAgent, preload, catalog: CATALOG };

@@ -84,7 +84,9 @@ const CATALOG = Object.freeze([
     QUEUE_WAIT_BUCKETS, { onePerSample: true }),
   def('nodejs.uv.threadpool.job.duration', 'histogram', 's', ['nodejs.uv.threadpool.kind', 'nodejs.uv.threadpool.job.type'],
     'Threadpool jobs seen by the tracer while armed, from submission to callback (queue wait plus run), by kind and provider type (PBKDF2REQUEST, ZLIB, FSREQCALLBACK, an addon\'s own name...).',
-    JOB_DURATION_BUCKETS),
+    JOB_DURATION_BUCKETS, {
+      perEvent: { channel: 'threadpoolJobEnd', value: 'seconds', attributes: { 'nodejs.uv.threadpool.kind': 'kind', 'nodejs.uv.threadpool.job.type': 'type' } },
+    }),
   def('nodejs.uv.threadpool.busy', 'gauge', '{thread}', ['nodejs.uv.threadpool.thread.state'],
     'Mean pool threads over the last interval from the kernel\'s per-thread CPU accounting (Linux, Node 22+): computing = on a CPU, runnable = ready but waiting for a CPU.'),
   def('uvscope.tracer.armed', 'gauge', '1', [],
@@ -92,11 +94,13 @@ const CATALOG = Object.freeze([
   def('uvscope.probe.in_flight', 'gauge', '{request}', ['nodejs.uv.threadpool.queue'],
     'uvscope\'s own threadpool probe still running at sampling time (0 or 1); it is included in the pending and queued figures.'),
   def('nodejs.eventloop.delay', 'histogram', 's', [],
-    'Event-loop delay: how late a 10 ms timer fired (the sampling resolution is subtracted).',
+    'Event-loop delay. Mode iteration (Node 24.19+, 26.5+): how long each loop iteration ran. Mode timer: how late a 10 ms timer fired (the resolution is subtracted). See nodejs.eventloop.delay.mode; the two do not compare.',
     EVENTLOOP_BUCKETS, {
       ...RUNTIME,
       intervalGauges: Object.freeze(['min', 'max', 'mean', 'p50', 'p90', 'p99'].map((s) => `nodejs.eventloop.delay.${s}`)),
     }),
+  def('nodejs.eventloop.delay.mode', 'gauge', '1', ['nodejs.eventloop.delay.mode'],
+    'How this process samples event-loop delay (always 1; the attribute says it): iteration (one sample per loop iteration, monitorEventLoopDelay({ samplePerIteration }), Node 24.19+ and 26.5+) or timer (a 10 ms timer\'s lateness).'),
   def('nodejs.eventloop.delay.min', 'gauge', 's', [], 'Smallest event-loop delay in the last sampling interval.', undefined, RUNTIME),
   def('nodejs.eventloop.delay.max', 'gauge', 's', [], 'Largest event-loop delay in the last sampling interval.', undefined, RUNTIME),
   def('nodejs.eventloop.delay.mean', 'gauge', 's', [], 'Mean event-loop delay in the last sampling interval.', undefined, RUNTIME),
@@ -105,6 +109,12 @@ const CATALOG = Object.freeze([
   def('nodejs.eventloop.delay.p99', 'gauge', 's', [], '99th percentile event-loop delay in the last sampling interval.', undefined, RUNTIME),
   def('nodejs.eventloop.utilization', 'gauge', '1', [],
     'Fraction of the last sampling interval the event loop was busy (performance.eventLoopUtilization).', undefined, RUNTIME),
+  def('nodejs.eventloop.iterations', 'counter', '{iteration}', [],
+    'Event-loop iterations since the process started (performance.nodeTiming.uvMetricsInfo.loopCount, from libuv\'s uv_metrics_info).'),
+  def('nodejs.eventloop.events', 'counter', '{event}', [],
+    'I/O events the event loop has processed since the process started (uvMetricsInfo.events).'),
+  def('nodejs.eventloop.events.waiting', 'counter', '{event}', [],
+    'I/O events that were already waiting when the event loop polled for them, i.e. that arrived while it was busy (uvMetricsInfo.eventsWaiting). Its rate against nodejs.eventloop.events is the share of I/O that found the loop busy.'),
   def('dns.lookup.duration', 'histogram', 's', ['dns.question.name', 'error.type'],
     'Duration of each dns.lookup (getaddrinfo) made by the app, by hostname (bounded; the rest under _other) and error code (empty on success).',
     DNS_BUCKETS, {
@@ -137,6 +147,7 @@ const SHORT_NAMES = Object.freeze({
   'nodejs.uv.request.type': 'type',
   'nodejs.uv.threadpool.kind': 'kind',
   'nodejs.uv.threadpool.queue': 'queue',
+  'nodejs.eventloop.delay.mode': 'mode',
   'nodejs.uv.threadpool.job.type': 'type',
   'nodejs.uv.threadpool.thread.state': 'state',
   'uvscope.component': 'component',
@@ -144,6 +155,8 @@ const SHORT_NAMES = Object.freeze({
   'nodejs.http.client': 'client',
   'nodejs.http.connection.reused': 'reused',
   'v8js.gc.type': 'type',
+  'process.pid': 'pid',
+  'nodejs.cluster.worker.id': 'worker_id',
 });
 
 /**

@@ -26,6 +26,7 @@ const DEFAULTS = Object.freeze({
   reportOnExit: false,
   prometheus: Object.freeze({ host: '127.0.0.1', port: 9464, registry: undefined }),
   snapshot: Object.freeze({ host: '127.0.0.1', port: 9464 }),
+  multiprocess: Object.freeze({ aggregate: true, maxProcesses: 128, ttlMs: undefined }),
   dns: Object.freeze({ maxNames: 100 }),
   tracer: Object.freeze({ mode: 'auto', thresholdMs: 250, windowMs: 10000, cooldownMs: 90000 }),
   datadog: Object.freeze({
@@ -62,13 +63,17 @@ const SETTINGS = Object.freeze([
     `${BOOLEAN} (the text report on stderr), or a file path ending in .html (the page with the data embedded)`),
   setting('prometheus.host', 'UVSCOPE_PROMETHEUS_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0'),
   setting('prometheus.port', 'UVSCOPE_PROMETHEUS_PORT', parseInteger(0, 65535), 'an integer port from 0 to 65535'),
-  setting('prometheus.registry', [], parseObjectWith(['registerMetric', 'metrics']), 'a prom-client Registry', { using: 'uvscope\'s own registry and HTTP server' }),
+  setting('prometheus.registry', [], parseObjectWith(['registerMetric', 'metrics']), 'a Registry of prom-client 15 or @prometheus-io/client 0.16', { using: 'uvscope\'s own registry and HTTP server' }),
   // The snapshot's own server, when Prometheus (which serves it otherwise) is off (lib/server.js).
   setting('snapshot.host', 'UVSCOPE_SNAPSHOT_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0'),
   setting('snapshot.port', 'UVSCOPE_SNAPSHOT_PORT', parseInteger(0, 65535), 'an integer port from 0 to 65535'),
+  // Several processes of one app on one endpoint (lib/multiprocess.js).
+  setting('multiprocess.aggregate', 'UVSCOPE_MULTIPROCESS', parseBoolean, `${BOOLEAN} (true: a process that finds the endpoint's port held by another uvscope process sends its figures there)`),
+  setting('multiprocess.maxProcesses', 'UVSCOPE_MULTIPROCESS_MAX_PROCESSES', parseInteger(1, 4096), 'an integer from 1 to 4096'),
+  setting('multiprocess.ttlMs', 'UVSCOPE_MULTIPROCESS_TTL_MS', parseInteger(1000, 86400000), 'an integer number of milliseconds from 1000 to 86400000 (default: 3 sampling intervals of that process)'),
   setting('dns.maxNames', 'UVSCOPE_DNS_MAX_NAMES', parseInteger(1, 100000), 'an integer from 1 to 100000'),
   // --- threadpool tracer (lib/tracer.js) ---
-  setting('tracer.mode', 'UVSCOPE_TRACER', (raw) => ['auto', 'on', 'off'].find((m) => m === String(raw).trim().toLowerCase()),
+  setting('tracer.mode', 'UVSCOPE_TRACER', parseOneOf(['auto', 'on', 'off']),
     'auto (armed for a window when the pool looks saturated), on or off'),
   setting('tracer.thresholdMs', 'UVSCOPE_TRACER_THRESHOLD_MS', parseInteger(1, 600000), 'an integer number of milliseconds from 1 to 600000 (a probe wait that arms the tracer)'),
   setting('tracer.windowMs', 'UVSCOPE_TRACER_WINDOW_MS', parseInteger(100, 3600000), 'an integer number of milliseconds from 100 to 3600000 (how long auto mode stays armed)'),
@@ -101,6 +106,11 @@ const SETTINGS = Object.freeze([
     OTLP_PROTOCOLS.join(', '), { late: true, default: 'http/protobuf' }),
   setting('otlp.intervalMs', 'OTEL_METRIC_EXPORT_INTERVAL', parseInteger(1, 2147483647), 'a positive integer number of milliseconds', { late: true, default: 60000 }),
   setting('otlp.timeoutMs', 'OTEL_METRIC_EXPORT_TIMEOUT', parseInteger(1, 2147483647), 'a positive integer number of milliseconds', { late: true, default: 30000 }),
+  // One export attempt of uvscope's own exporter: at most 750 ms whatever this says (see
+  // exporters/otlp/standalone.js); the exporter package would read it too, uvscope passes it.
+  setting('otlp.exportTimeoutMs', ['OTEL_EXPORTER_OTLP_METRICS_TIMEOUT', 'OTEL_EXPORTER_OTLP_TIMEOUT'], parseInteger(1, 2147483647), 'a positive integer number of milliseconds', { late: true, default: 10000 }),
+  // --- tests only: seams where uvscope throws on purpose (lib/faults.js, test/containment.test.js) ---
+  setting('test.faults', 'UVSCOPE_TEST_FAULTS', parseString, 'seam names, comma-separated', { late: true, default: '' }),
   // --- libuv and glibc: read as they read them (never invalid), when used ---
   setting('threadpool.size', 'UV_THREADPOOL_SIZE', threadpoolSize, 'a number (libuv reads it with atoi and clamps it to 1..1024)',
     { late: true, default: threadpoolSize(undefined), keepEmpty: true }),

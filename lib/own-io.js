@@ -49,20 +49,32 @@ function createOwnIo({ dns = dnsModule } = {}) {
  * An http(s) Agent for uvscope's own requests.
  * @param {string} protocol 'http:' or 'https:'
  * @param {Function} [lookup] dns.lookup as it was before uvscope wrapped it
- * @param {object} [options] more http.Agent options
+ * @param {object} [options] more http.Agent options, and:
+ * @param {boolean} [options.unrefSockets] unref every socket, also when the agent reuses one (its
+ *   reuseSocket() refs it again), so requests in flight never hold the process
  */
 function createOwnAgent(protocol, lookup, options = {}) {
   const mod = protocol === 'https:' ? require('https') : require('http');
-  const agent = new mod.Agent({ keepAlive: true, ...options, ...(lookup ? { lookup } : {}) });
+  const { unrefSockets, ...agentOptions } = options;
+  const agent = new mod.Agent({ keepAlive: true, ...agentOptions, ...(lookup ? { lookup } : {}) });
   const createConnection = agent.createConnection;
   agent.createConnection = function (...args) {
     creating++;
     try {
-      return Reflect.apply(createConnection, this, args);
+      const socket = Reflect.apply(createConnection, this, args);
+      if (unrefSockets && socket && typeof socket.unref === 'function') socket.unref();
+      return socket;
     } finally {
       creating--;
     }
   };
+  if (unrefSockets) {
+    const reuseSocket = agent.reuseSocket;
+    agent.reuseSocket = function (socket, request) {
+      Reflect.apply(reuseSocket, this, [socket, request]);
+      socket.unref();
+    };
+  }
   agent[OWN] = true;
   return agent;
 }

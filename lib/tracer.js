@@ -5,7 +5,9 @@ const { Histogram } = require('./histogram');
 const { JOB_DURATION_BUCKETS } = require('./metrics');
 const { reportError } = require('./report');
 const { captureCaller } = require('./callers');
-const { subscribed } = require('./channels');
+const { subscribed, published } = require('./channels');
+
+const jobEnd = published.threadpoolJobEnd;
 
 // Provider types of threadpool work, by kind. Taken per Node major from the binaries themselves
 // (internalBinding('async_wrap').Providers, generated from NODE_ASYNC_PROVIDER_TYPES in
@@ -42,6 +44,10 @@ const MAX_OTHER_TYPES = 20;
 // Stack captures per interval beyond the first job of each type (a capture costs microseconds).
 const CALLER_SAMPLES_PER_INTERVAL = 50;
 const MAX_CALLERS = 20;
+// Requests followed per interval for routes (one in every `stride`, the stride set from the
+// previous interval's request rate): bounds the per-request cost (AsyncLocalStorage.enterWith, or
+// a property on the execution resource) at any request rate.
+const ROUTE_REQUESTS_PER_INTERVAL = 100;
 // Distinct routes kept; the rest count as _other.
 const MAX_ROUTES = 50;
 const MAX_ROUTES_PER_TYPE = 20;
@@ -112,6 +118,7 @@ function routeOf(method, url) {
  * @param {number} [options.windowMs] auto: how long it stays armed
  * @param {number} [options.cooldownMs] auto: minimum time disarmed before arming again
  * @param {() => number} [options.now] epoch ms clock (injectable for tests)
+ * @param {() => bigint} [options.hrtime] monotonic ns clock read in the hooks (injectable for tests)
  */
 function createTracer(options = {}) {
   const mode = options.mode || 'auto';
@@ -119,6 +126,7 @@ function createTracer(options = {}) {
   const windowMs = options.windowMs === undefined ? 10000 : options.windowMs;
   const cooldownMs = options.cooldownMs === undefined ? 90000 : options.cooldownMs;
   const now = options.now || Date.now;
+  const hrtime = options.hrtime || process.hrtime.bigint;
   const startedAt = now();
 
   const jobs = new Map(); // asyncId -> { start: bigint, series }
@@ -146,6 +154,8 @@ function createTracer(options = {}) {
   let routeChannel = null;
   const ROUTE = Symbol('uvscope.route');
   let seenRequest = false;
+  let requests = 0; // requests started this interval
+  let stride = 1;
   // Without a frame-based AsyncLocalStorage, routes follow awaits only through promise resources,
   // so promises stay tracked (--no-async-context-frame on Node 24+ costs as on 20/22).
   const trackPromisesFalse = mode !== 'off' && alsIsFrameBased() && supportsTrackPromises();
@@ -164,11 +174,19 @@ function createTracer(options = {}) {
     return s;
   }
 
+  // The request being served, as stored at its start; its route label is worked out only when
+  // threadpool work is submitted under it (most requests submit none), then kept on it.
   function currentRoute() {
     if (!seenRequest) return null;
-    if (als) return als.getStore() || null;
-    const r = asyncHooks.executionAsyncResource();
-    return (r && r[ROUTE]) || null;
+    let request;
+    if (als) request = als.getStore();
+    else {
+      const r = asyncHooks.executionAsyncResource();
+      request = r && r[ROUTE];
+    }
+    if (!request) return null;
+    if (request.label === undefined) request.label = boundedRoute(request.method, request.url);
+    return request.label;
   }
 
   function attribute(s, caller, route) {
@@ -227,7 +245,7 @@ function createTracer(options = {}) {
         return;
       }
       const s = seriesFor(type, kind);
-      const job = { start: process.hrtime.bigint(), series: s, caller: sampleCaller(s), route: currentRoute(), counted: false };
+      const job = { start: hrtime(), series: s, caller: sampleCaller(s), route: currentRoute(), counted: false };
       jobs.set(asyncId, job);
       // A crypto job object also serves the *Sync functions (run() returns [err, result] at once
       // and no callback ever comes), so a crypto job counts once its run() has returned without
@@ -265,13 +283,14 @@ function createTracer(options = {}) {
         if (!job.counted) return;
       } else if ((job = zlibInFlight.get(asyncId))) zlibInFlight.delete(asyncId);
       else return;
-      const seconds = Number(process.hrtime.bigint() - job.start) / 1e9;
+      const seconds = Number(hrtime() - job.start) / 1e9;
       const s = job.series;
       s.pending--;
       s.completed++;
       s.seconds += seconds;
       if (seconds > s.maxSeconds) s.maxSeconds = seconds;
       s.histogram.observe(seconds);
+      if (jobEnd.hasSubscribers) jobEnd.publish({ kind: s.kind, type: s.type, seconds });
     } catch (err) {
       fail(err);
     }
@@ -286,7 +305,7 @@ function createTracer(options = {}) {
       const s = seriesFor('ZLIB', 'zlib');
       const created = zlibHandles.get(asyncId);
       s.pending++;
-      zlibInFlight.set(asyncId, { start: process.hrtime.bigint(), series: s });
+      zlibInFlight.set(asyncId, { start: hrtime(), series: s });
       if (created) attribute(s, created.caller, created.route);
       else attribute(s, undefined, currentRoute());
     } catch (err) {
@@ -319,8 +338,8 @@ function createTracer(options = {}) {
   function onRequestStart(message) {
     try {
       const req = message && message.request;
-      if (!armed || !req) return;
-      const route = boundedRoute(req.method, req.url);
+      if (!armed || !req || requests++ % stride !== 0) return;
+      const route = { method: req.method, url: req.url, label: undefined };
       seenRequest = true;
       if (als) als.enterWith(route);
       else {
@@ -467,6 +486,8 @@ function createTracer(options = {}) {
         s.seen = false;
       }
       callerBudget = CALLER_SAMPLES_PER_INTERVAL;
+      stride = Math.max(1, Math.ceil(requests / ROUTE_REQUESTS_PER_INTERVAL));
+      requests = 0;
       return {
         state: { mode, armed, armedSince, armings, armedSeconds: seconds, armedShare: Math.min(1, seconds / uptime), dropped },
         jobs: list.sort((a, b) => b.seconds - a.seconds || b.pending - a.pending),

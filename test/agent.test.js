@@ -73,7 +73,7 @@ describe('agent', () => {
     `]);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(lastJson(r.stdout), { ok: true });
-    assert.match(r.stderr, /options.prometheus.registry=42 is not valid: expected a prom-client Registry/);
+    assert.match(r.stderr, /options.prometheus.registry=42 is not valid: expected a Registry of prom-client 15 or @prometheus-io\/client 0.16/);
     assert.match(r.stderr, /sampler:resources failed/);
   });
 

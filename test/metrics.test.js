@@ -14,6 +14,10 @@ const { createDogStatsdReceiver } = require('./helpers/dogstatsd-receiver');
 // What each exporter must send of each catalog metric, derived here from the catalog's fields
 // alone (not from the exporters' code), so a metric an exporter drops fails this test unless a
 // catalog field excludes it on purpose.
+// Busy pool threads come from thread names Node 20 (libuv 1.46) does not set: left out there.
+const ABSENT = Number(process.versions.node.split('.')[0]) < 22 && new Set(['nodejs.uv.threadpool.busy']);
+const present = (m) => !ABSENT || !ABSENT.has(m.name);
+
 const expected = {
   /** Prometheus: every metric, histograms as _count (and _bucket, _sum). */
   prometheus: (m) => [m.type === 'histogram' ? `${prometheusName(m)}_count` : prometheusName(m)],
@@ -53,6 +57,8 @@ describe('metrics: the catalog reaches every exporter', function () {
         UVSCOPE_EXPORTERS: 'prometheus,otlp,datadog',
         UVSCOPE_PROMETHEUS_PORT: String(port),
         UVSCOPE_INTERVAL_MS: '200',
+        // Armed from the start: the app's lookup is a threadpool job (nodejs.uv.threadpool.job.duration).
+        UVSCOPE_TRACER: 'on',
         // A bad value: counted in uvscope.errors{component="options"}.
         UVSCOPE_DNS_MAX_NAMES: 'lots',
         OTEL_EXPORTER_OTLP_ENDPOINT: otlp.endpoint,
@@ -97,7 +103,7 @@ describe('metrics: the catalog reaches every exporter', function () {
   it('Prometheus exposition has every catalog metric', async () => {
     const missing = async () => {
       const names = new Set(parsePrometheus((await scrape(port)).text).map((s) => s.name));
-      return CATALOG.flatMap(expected.prometheus).filter((n) => !names.has(n));
+      return CATALOG.filter(present).flatMap(expected.prometheus).filter((n) => !names.has(n));
     };
     let left = await missing();
     for (let i = 0; i < 20 && left.length; i++) {
@@ -109,7 +115,7 @@ describe('metrics: the catalog reaches every exporter', function () {
 
   it('the OTLP receiver gets every catalog metric but the pre-bucketed histograms', async () => {
     const names = () => new Set(otlp.metrics().filter((r) => r.scope.name === 'uvscope').map((r) => r.name));
-    const want = CATALOG.flatMap(expected.otlp);
+    const want = CATALOG.filter(present).flatMap(expected.otlp);
     await otlp.waitFor(() => want.every((n) => names().has(n)), 15000).catch(() => {});
     assert.deepEqual(want.filter((n) => !names().has(n)), []);
     const leftOut = CATALOG.filter((m) => expected.otlp(m).length === 0).map((m) => m.name);
@@ -119,7 +125,7 @@ describe('metrics: the catalog reaches every exporter', function () {
 
   it('the DogStatsD receiver gets every catalog metric, as the catalog says', async () => {
     const sent = () => new Set(statsd.metrics.map((m) => `${m.name}|${m.type}`));
-    const want = CATALOG.flatMap(expected.datadog);
+    const want = CATALOG.filter(present).flatMap(expected.datadog);
     await statsd.waitFor(() => want.every((n) => sent().has(n)), 15000).catch(() => {});
     assert.deepEqual(want.filter((n) => !sent().has(n)), []);
     assert.ok(!sent().has('nodejs.eventloop.delay.count|c'), 'carried by its interval gauges instead');

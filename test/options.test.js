@@ -71,6 +71,30 @@ describe('options', () => {
     }
   });
 
+  it('multi-process settings: on by default, bounded, and a bad value warns and keeps the default', async () => {
+    const d = resolveOptions({}, {});
+    assert.equal(d.multiprocess.aggregate, true);
+    assert.equal(d.multiprocess.maxProcesses, 128);
+    assert.equal(d.multiprocess.ttlMs, undefined, '3 of each process\'s intervals');
+    const o = resolveOptions({ multiprocess: { maxProcesses: 8 } }, { UVSCOPE_MULTIPROCESS: 'off', UVSCOPE_MULTIPROCESS_TTL_MS: '30000' });
+    assert.deepEqual([o.multiprocess.aggregate, o.multiprocess.maxProcesses, o.multiprocess.ttlMs], [false, 8, 30000]);
+    const warnings = [];
+    const onWarning = (w) => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const bad = resolveOptions({}, { UVSCOPE_MULTIPROCESS: 'maybe', UVSCOPE_MULTIPROCESS_MAX_PROCESSES: '0', UVSCOPE_MULTIPROCESS_TTL_MS: '5' });
+      await new Promise((r) => setImmediate(r));
+      assert.deepEqual([bad.multiprocess.aggregate, bad.multiprocess.maxProcesses, bad.multiprocess.ttlMs], [true, 128, undefined]);
+      const texts = warnings.filter((w) => w.code === 'UVSCOPE_INVALID_OPTION').map((w) => w.message).sort();
+      assert.equal(texts.length, 3);
+      assert.match(texts[0], /^uvscope: UVSCOPE_MULTIPROCESS="maybe" is not valid: expected true\/false.*; using true$/);
+      assert.match(texts[1], /^uvscope: UVSCOPE_MULTIPROCESS_MAX_PROCESSES="0" is not valid: expected an integer from 1 to 4096; using 128$/);
+      assert.match(texts[2], /^uvscope: UVSCOPE_MULTIPROCESS_TTL_MS="5" is not valid: expected an integer number of milliseconds from 1000 to 86400000 \(default: 3 sampling intervals of that process\)$/);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('settings read late come from the environment when asked, parsed by the same table: UV_THREADPOOL_SIZE as libuv reads it', () => {
     assert.equal(readSetting('threadpool.size', {}), 4);
     assert.equal(readSetting('threadpool.size', { UV_THREADPOOL_SIZE: '' }), 1, 'libuv: atoi("") is 0, and 0 becomes 1');
@@ -110,10 +134,39 @@ describe('options', () => {
     assert.deepEqual(childEnvironment({ B: '2' }, { A: '1', B: '1' }), { A: '1', B: '2' });
   });
 
+  it('every row takes its parser from lib/settings/parsers.js (one per type), none written inline', () => {
+    const text = fs.readFileSync(path.join(ROOT, 'lib', 'options.js'), 'utf8');
+    const table = text.slice(text.indexOf('const SETTINGS = '), text.indexOf(']);', text.indexOf('const SETTINGS = ')));
+    const rows = table.split('\n').filter((l) => /^\s*setting\(/.test(l));
+    assert.equal(rows.length, SETTINGS.length, 'one line per row, each starting with setting(');
+    assert.deepEqual(rows.filter((l) => /=>/.test(l)), []);
+  });
+
   it('nothing but lib/options.js reads process.env', () => {
     const readers = shippedFiles().filter((f) => f !== path.join('lib', 'options.js'))
       .filter((f) => /process\.env\b/.test(fs.readFileSync(path.join(ROOT, f), 'utf8').replace(/^\s*(\/\/|\*).*$/gm, '')));
     assert.deepEqual(readers, []);
+  });
+
+  it('settings tables in README.md and docs/ name each variable with its option and its true default', () => {
+    const defaultOf = (row) => (row.late ? row.default : row.path.split('.').reduce((c, k) => (c == null ? undefined : c[k]), DEFAULTS));
+    const shown = (v) => (v === undefined || (Array.isArray(v) && v.length === 0) ? 'none' : `\`${[].concat(v).join(',')}\``);
+    let checked = 0;
+    for (const file of ['README.md', ...fs.readdirSync(path.join(ROOT, 'docs')).map((f) => path.join('docs', f))]) {
+      for (const line of fs.readFileSync(path.join(ROOT, file), 'utf8').split('\n')) {
+        // | `VARIABLE` | `option.path` | default | accepted |
+        const cells = line.split(' | ');
+        const variable = /^\| `([A-Z][A-Z0-9_]*)`$/.exec(cells[0]);
+        const option = cells.length >= 4 && /^`([a-z][A-Za-z.]*)`$/.exec(cells[1]);
+        if (!variable || !option) continue;
+        const row = SETTINGS.find((s) => s.path === option[1]);
+        assert.ok(row, `${file}: ${option[1]} is not a setting`);
+        assert.ok(row.env.includes(variable[1]), `${file}: ${option[1]} is not read from ${variable[1]}`);
+        assert.equal(cells[2], shown(defaultOf(row)), `${file}: the default of ${variable[1]}`);
+        checked++;
+      }
+    }
+    assert.ok(checked >= 20, `${checked} rows checked`);
   });
 
   it('every variable in the table is documented in README.md or docs/', () => {

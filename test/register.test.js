@@ -56,6 +56,45 @@ describe('loading uvscope', function () {
     assertServed(r.stdout);
   });
 
+  // What was loaded, and whether uvscope's endpoint was listening, as seen from inside the app.
+  const LOADED = `
+    const loaded = () => Object.keys(require.cache).filter((f) => /node_modules[\\\\/](prom-client|hot-shots|@opentelemetry)[\\\\/]/.test(f)).length;
+    const listening = () => process.getActiveResourcesInfo().filter((t) => t === 'TCPServerWrap').length;
+  `;
+
+  it('a process that exits before its loop turns never loads the exporters\' libraries', async () => {
+    const r = await runNode(['--require', REGISTER, '-e', `${LOADED}
+      const wrapped = !/cares|getaddrinfo/.test(require('dns').lookup.toString());
+      process.on('exit', () => console.log(JSON.stringify({ wrapped, loaded: loaded() })));
+    `], { env: { UVSCOPE_EXPORTERS: 'prometheus,datadog,otlp', UVSCOPE_PROMETHEUS_PORT: String(port) } });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stderr, '');
+    assert.deepEqual(lastJson(r.stdout), { wrapped: true, loaded: 0 });
+  });
+
+  it('a long-running app gets the exporters on its first timer tick, after its top-level code', async () => {
+    const r = await runNode(['--require', REGISTER, '-e', `${LOADED}
+      // The app sets the pool size in its own code: still the size uvscope reports.
+      process.env.UV_THREADPOOL_SIZE = '6';
+      const server = require('net').createServer().listen(0);
+      const atTop = loaded();
+      const served = () => fetch('http://127.0.0.1:${port}/metrics').then((res) => res.status, (err) => err.cause ? err.cause.code : err.message);
+      setTimeout(async () => {
+        const afterTick = { loaded: loaded() > 0, status: await served() };
+        await new Promise((resolve) => setTimeout(resolve, 1200));
+        const res = await fetch('http://127.0.0.1:${port}/metrics');
+        console.log(JSON.stringify({ atTop, afterTick, status: res.status, text: await res.text() }));
+        server.close();
+      }, 5);
+    `], { env: { UVSCOPE_PROMETHEUS_PORT: String(port) } });
+    assert.equal(r.code, 0, r.stderr);
+    const out = lastJson(r.stdout);
+    assert.equal(out.atTop, 0, 'no exporter library is loaded during the app\'s top-level code');
+    assert.deepEqual(out.afterTick, { loaded: true, status: 200 }, 'uvscope serves once the loop has turned');
+    assert.equal(out.status, 200);
+    assert.equal(sampleValue(parsePrometheus(out.text), 'nodejs_uv_threadpool_size'), 6);
+  });
+
   it('UVSCOPE_DISABLED=1 starts nothing and leaves dns.lookup alone', async () => {
     const r = await runNode(['--require', REGISTER, '-e', `
       const dns = require('dns');

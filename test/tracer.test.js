@@ -197,8 +197,12 @@ describe('tracer', function () {
   });
 });
 
-describe('tracer figures in Prometheus', function () {
-  it('pending by kind, job.duration by kind and type, tracer armed', async () => {
+describe('tracer figures for exporters', function () {
+  it('Prometheus: pending by kind, job.duration by kind and type, tracer armed; one channel event per job for OTLP and DogStatsD', async () => {
+    const { published } = require('../lib/channels');
+    const events = [];
+    const onJob = (m) => events.push(m);
+    published.threadpoolJobEnd.subscribe(onJob);
     const { Registry } = require('prom-client');
     const uvscope = require('../lib/index');
     const registry = new Registry();
@@ -211,8 +215,39 @@ describe('tracer figures in Prometheus', function () {
       assert.match(text, /^nodejs_uv_threadpool_job_duration_seconds_count\{kind="crypto",type="PBKDF2REQUEST"\} 1$/m);
       assert.match(text, /^nodejs_uv_threadpool_pending\{kind="crypto"\} 0$/m);
       assert.match(text, /^uvscope_tracer_armed 1$/m);
+      const pbkdf2 = events.filter((e) => e.type === 'PBKDF2REQUEST');
+      assert.equal(pbkdf2.length, 1);
+      assert.equal(pbkdf2[0].kind, 'crypto');
+      const h = agent.latest.points.find((p) => p.name === 'nodejs.uv.threadpool.job.duration' && p.attributes['nodejs.uv.threadpool.job.type'] === 'PBKDF2REQUEST');
+      assert.equal(pbkdf2[0].seconds, h.histogram.sum);
     } finally {
+      published.threadpoolJobEnd.unsubscribe(onJob);
       await uvscope.stop();
+    }
+  });
+});
+
+describe('tracer failures', function () {
+  it('a failure inside a hook is caught, reported once and disarms; the app\'s job completes as without uvscope', async () => {
+    const warnings = [];
+    const onWarning = (w) => warnings.push(w);
+    process.on('warning', onWarning);
+    let calls = 0;
+    const tracer = createTracer({ mode: 'on', hrtime: () => { calls++; throw new Error('clock broke'); } });
+    try {
+      assert.equal(tracer.armed, true);
+      const crypto = require('crypto');
+      const key = await new Promise((resolve, reject) => crypto.pbkdf2('a', 'b', 1000, 32, 'sha256', (err, k) => (err ? reject(err) : resolve(k))));
+      assert.deepEqual(key, crypto.pbkdf2Sync('a', 'b', 1000, 32, 'sha256'));
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(tracer.armed, false);
+      assert.equal(calls, 1);
+      const ours = warnings.filter((w) => w.code === 'UVSCOPE_INTERNAL_ERROR' && /tracer failed/.test(w.message));
+      assert.equal(ours.length, 1);
+      assert.match(ours[0].message, /clock broke/);
+    } finally {
+      process.off('warning', onWarning);
+      tracer.close();
     }
   });
 });

@@ -1,6 +1,7 @@
 'use strict';
 
 const { isIP } = require('net');
+const { reportError } = require('../../lib/report');
 
 /**
  * The Datadog Agent's address, resolved the way the klarna write-up asks for: never a lookup per
@@ -26,7 +27,16 @@ function createAgentAddress({ host, refreshMs, lookup, onChange, onError = () =>
   let lastNow = -Infinity;
   let lookups = 0;
   let closed = false;
-  if (current) onChange(current);
+  if (current) changed(current);
+
+  // onChange builds a new client; it runs in a lookup callback, where a throw would reach the app.
+  function changed(address) {
+    try {
+      onChange(address);
+    } catch (err) {
+      reportError('exporter:datadog', err);
+    }
+  }
 
   function refresh(now) {
     lastNow = now;
@@ -42,16 +52,24 @@ function createAgentAddress({ host, refreshMs, lookup, onChange, onError = () =>
 
         if (closed) return;
         if (err || !isIP(address)) {
-          onError(err || new Error(`lookup of ${host} returned ${address}`));
+          try {
+            onError(err || new Error(`lookup of ${host} returned ${address}`));
+          } catch (e) {
+            reportError('exporter:datadog', e);
+          }
           return;
         }
         if (current && current.address === address) return;
         current = { address, family: fam === 6 ? 6 : 4 };
-        onChange(current);
+        changed(current);
       });
     } catch (err) {
       inFlight = false;
-      onError(err);
+      try {
+        onError(err);
+      } catch (e) {
+        reportError('exporter:datadog', e);
+      }
     }
   }
 

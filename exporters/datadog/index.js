@@ -1,6 +1,6 @@
 'use strict';
 
-const { warnOnce, countError } = require('../../lib/report');
+const { warnOnce, countError, reportError } = require('../../lib/report');
 const { WARNINGS } = require('../../lib/warnings');
 const { readSetting } = require('../../lib/options');
 const { findPoint } = require('../../lib/snapshot');
@@ -9,6 +9,7 @@ const { createSeriesFlusher, tag } = require('./series');
 const { CATALOG } = require('../../lib/metrics');
 const { createEventDistributions } = require('./lookups');
 const { createSpanTagger } = require('./spans');
+const { processIdentity } = require('../../lib/multiprocess');
 
 /**
  * The DogStatsD exporter (UVSCOPE_EXPORTERS=datadog): gauges, counts and the queue-wait count/sum
@@ -22,10 +23,9 @@ const { createSpanTagger } = require('./spans');
  * @param {import('../../lib/exporters').ExporterContext} context
  * @returns {{ name: string, export(snapshot: object): void, close(): Promise<void>, sink: object }}
  */
-function createExporter(context) {
+function createExporter(context, pre = early(context)) {
   const o = context.options.datadog;
   const target = o.url || { protocol: 'udp', host: o.host, port: o.port };
-  const { dnsLookupStart: startChannel } = context.channels.published;
 
   const sink = createSink({
     target,
@@ -41,8 +41,20 @@ function createExporter(context) {
   const distributions = CATALOG.filter((def) => def.perEvent).map((def) => createEventDistributions({
     sink, def, channel: context.channels.published[def.perEvent.channel], maxPerSecond: o.maxLookupsPerSecond,
   }));
-  const spans = o.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(context.latest()) }) : null;
+  const { spans } = pre;
   let lastFlush = -Infinity;
+
+  // When the app's work is done: what was gathered since the last sample leaves now (at each
+  // beforeExit, if the app goes on; an empty buffer sends nothing, so this never keeps it going).
+  // The sends are UDP (or one Unix datagram each) and finish at once; nothing waits for an answer.
+  const onBeforeExit = () => {
+    try {
+      sink.flush();
+    } catch (err) {
+      reportError('exporter:datadog', err);
+    }
+  };
+  process.on('beforeExit', onBeforeExit);
 
   return {
     name: 'datadog',
@@ -58,6 +70,7 @@ function createExporter(context) {
       sink.flush();
     },
     async close() {
+      process.removeListener('beforeExit', onBeforeExit);
       for (const d of distributions) d.close();
       if (spans) spans.close();
       await sink.close();
@@ -65,8 +78,31 @@ function createExporter(context) {
   };
 }
 
+/**
+ * What must be in place before the app's first line (the agent calls it from the preload, and
+ * createExporter later, on the first timer tick): uvscope's context goes on dd-trace's dns.lookup
+ * spans during the app's dns.lookup call, so lookups of the app's top-level code need it already.
+ * Cheap: no hot-shots.
+ * @param {import('../../lib/exporters').ExporterContext} context
+ * @returns {{ spans: object|null, close(): void }}
+ */
+function early(context) {
+  const { dnsLookupStart: startChannel } = context.channels.published;
+  const spans = context.options.datadog.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(context.latest()) }) : null;
+  return {
+    spans,
+    close() {
+      if (spans) spans.close();
+    },
+  };
+}
+
+// pid (and worker_id in a cluster worker) on everything: DogStatsD keeps the last gauge value per
+// tag set and flush, so without them the processes of one app would overwrite each other's gauges.
 function unifiedTags(o) {
-  const tags = [...o.tags];
+  const { pid, workerId } = processIdentity();
+  const tags = [...o.tags.filter((t) => !/^(pid|worker_id):/.test(t)), tag('pid', String(pid))];
+  if (workerId !== undefined) tags.push(tag('worker_id', workerId));
   for (const key of ['service', 'env', 'version']) {
     if (o[key] === undefined) continue;
     const i = tags.findIndex((t) => t.startsWith(`${key}:`));
@@ -104,4 +140,4 @@ function onError(what, err) {
   // Send errors are dropped datagrams: counted, never a warning per packet.
 }
 
-module.exports = { createExporter };
+module.exports = { createExporter, early };

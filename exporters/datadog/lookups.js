@@ -3,6 +3,7 @@
 const { tagsOf } = require('./series');
 const { eventObservation } = require('../../lib/metrics');
 const { reportError } = require('../../lib/report');
+const { injectFault } = require('../../lib/faults');
 
 /**
  * The sample rate that keeps about `budget` distribution values per second when `n` lookups were
@@ -39,6 +40,7 @@ function createEventDistributions({ sink, def, channel, maxPerSecond, now = Date
 
   function onEnd(msg) {
     try {
+      injectFault('channel:datadog.lookups');
       const t = now();
       if (t - windowStart >= 1000) {
         lastSeen = t - windowStart < 2000 ? seen : 0;

@@ -2,6 +2,7 @@
 
 const diagnosticsChannel = require('diagnostics_channel');
 const { reportError } = require('../../lib/report');
+const { injectFault } = require('../../lib/faults');
 const { captureCaller } = require('../../lib/callers');
 const { dnsSlots } = require('../../lib/libuv');
 
@@ -56,6 +57,7 @@ function createSpanTagger({ startChannel, poolSize }) {
 
   function onUvscopeStart({ hostname, inFlight }) {
     try {
+      injectFault('channel:datadog.spans');
       if (pendingSpan && pendingSpan.hostname === hostname) {
         const { span } = pendingSpan;
         pendingSpan = null;
@@ -71,6 +73,7 @@ function createSpanTagger({ startChannel, poolSize }) {
 
   function onDdStart(ctx) {
     try {
+      injectFault('channel:datadog.spans');
       const span = ctx && ctx.currentStore && ctx.currentStore.span;
       const hostname = ctx && Array.isArray(ctx.args) ? ctx.args[0] : undefined;
       if (!span || typeof span.setTag !== 'function' || typeof hostname !== 'string') return;

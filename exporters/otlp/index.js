@@ -4,6 +4,7 @@ const { CATALOG, eventObservation } = require('../../lib/metrics');
 const { globalMeterProvider } = require('./global');
 const { createInstruments, runtimeNodeLoaded } = require('./instruments');
 const { warnOnce, countError, reportError } = require('../../lib/report');
+const { injectFault } = require('../../lib/faults');
 const { WARNINGS } = require('../../lib/warnings');
 
 // Observations made before uvscope has a provider to record them on (the app's SDK may start
@@ -11,6 +12,8 @@ const { WARNINGS } = require('../../lib/warnings');
 const MAX_PENDING = 10000;
 // In companion mode, how long to wait for the app's SDK before saying it is missing.
 const WARN_WAITING_MS = 10000;
+// The last export (SIGTERM, beforeExit) gets the exporter's timeout and this much more.
+const FINAL_FLUSH_MARGIN_MS = 250;
 
 /**
  * The OpenTelemetry exporter. Companion mode: uvscope's instruments live on the MeterProvider the
@@ -53,6 +56,7 @@ function createExporter(context) {
     const channel = context.channels.published[def.perEvent.channel];
     const onEvent = (message) => {
       try {
+        injectFault('channel:otlp');
         const { value, attributes } = eventObservation(def, message);
         record(def.name, value, attributes);
       } catch (err) {
@@ -69,7 +73,10 @@ function createExporter(context) {
     unbind();
     const instruments = createInstruments(provider, context.latest, { runtimeMetrics: runtimeMetrics === 'on' || (runtimeMetrics === 'auto' && !runtimeNodeLoaded()) });
     binding = { provider, mode: as, instruments, standalone };
-    if (standalone) process.on('SIGTERM', onSigterm);
+    if (standalone) {
+      process.on('SIGTERM', onSigterm);
+      process.on('beforeExit', onBeforeExit);
+    }
     const replay = pending || [];
     pending = [];
     for (const [name, value, attributes] of replay) instruments.record(name, value, attributes);
@@ -82,6 +89,7 @@ function createExporter(context) {
     if (old.standalone) {
       // Its last collection still reads the latest snapshot through the callbacks: shut down first.
       process.removeListener('SIGTERM', onSigterm);
+      process.removeListener('beforeExit', onBeforeExit);
       return old.standalone.shutdown().catch((err) => reportError('exporter:otlp', err));
     }
     old.instruments.close();
@@ -110,30 +118,40 @@ function createExporter(context) {
     }
   }
 
-  // On SIGTERM (standalone only): take a last sample, export it, then let the signal do what it
-  // would have done without us (exit) unless the app handles SIGTERM itself.
-  function onSigterm() {
-    process.removeListener('SIGTERM', onSigterm);
+  // The last interval, once, bounded: a sample now, then the provider's shutdown (one export,
+  // itself bounded by the exporter's timeout), held open by a referenced timer that gives up after
+  // the bound (uvscope's sockets are unref'd and would not hold the process by themselves).
+  function finalFlush() {
     const current = binding;
-    const timeoutMs = current.standalone.settings.timeoutMs;
-    const reraise = () => {
-      if (process.listenerCount('SIGTERM') === 0) process.kill(process.pid, 'SIGTERM');
-    };
+    process.removeListener('SIGTERM', onSigterm);
+    process.removeListener('beforeExit', onBeforeExit);
     try {
       context.sampleNow();
     } catch (err) {
       reportError('exporter:otlp', err);
     }
     let timer;
-    const timeout = new Promise((resolve) => {
-      timer = setTimeout(resolve, timeoutMs);
+    const bound = new Promise((resolve) => {
+      timer = setTimeout(resolve, current.standalone.settings.exportTimeoutMs + FINAL_FLUSH_MARGIN_MS);
     });
-    Promise.race([current.standalone.shutdown(), timeout])
+    return Promise.race([current.standalone.shutdown(), bound])
       .catch((err) => reportError('exporter:otlp', err))
-      .finally(() => {
-        clearTimeout(timer);
-        reraise();
-      });
+      .finally(() => clearTimeout(timer));
+  }
+
+  // On SIGTERM (standalone only): export the last interval, then let the signal do what it would
+  // have done without us (exit) unless the app handles SIGTERM itself.
+  function onSigterm() {
+    finalFlush().finally(() => {
+      if (process.listenerCount('SIGTERM') === 0) process.kill(process.pid, 'SIGTERM');
+    });
+  }
+
+  // When the app's work is done (standalone only): export the last interval, then the process
+  // exits as it would have. beforeExit comes again after the flush; the listener is gone by then.
+  function onBeforeExit() {
+    if (closed || !binding || !binding.standalone) return;
+    finalFlush();
   }
 
   try {

@@ -1,13 +1,23 @@
 'use strict';
 
 const { createOwnAgent } = require('../../lib/own-io');
-const { otlpStandardSettings } = require('../../lib/options');
+const { otlpStandardSettings, readSetting } = require('../../lib/options');
 const { warnOnce, countError } = require('../../lib/report');
 const { WARNINGS } = require('../../lib/warnings');
+const { processIdentity, PID_ATTRIBUTE, WORKER_ATTRIBUTE } = require('../../lib/multiprocess');
+const { createReader } = require('./reader');
+
+// Each export attempt of uvscope's own exporter is bounded by this (or by the standard timeout
+// variables when lower). It is below the exporter's first retry back-off (1 s with +-20 % jitter,
+// otlp-exporter-base retrying-transport.js), whose timer is referenced: the SDK then never retries
+// on its own, and an export in flight when the app's work ends holds it at most this long (grpc's
+// calls ref their connection; over HTTP uvscope's sockets are unref'd and hold nothing). A failed
+// interval is not retried: with cumulative temporality, the default, the next export carries it.
+const EXPORT_TIMEOUT_MAX_MS = 750;
 
 // One exporter package per OTLP protocol (lib/options.js OTLP_PROTOCOLS), as the SDK's own NodeSDK
 // picks them (sdk-node getOtlpMetricExporterFromEnv). The exporter packages read the rest of the
-// standard variables themselves (OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT, _HEADERS, _TIMEOUT,
+// standard variables themselves (OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT, _HEADERS,
 // _COMPRESSION, _CERTIFICATE, OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE), and the resources
 // package reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
 const PROTOCOLS = Object.freeze({
@@ -28,7 +38,7 @@ const PROTOCOLS = Object.freeze({
  *   OTEL_SDK_DISABLED is true or a package is missing (one warning says which)
  */
 function createStandaloneProvider({ env, lookup } = {}) {
-  const settings = otlpStandardSettings(env);
+  const settings = standaloneSettings(env);
   if (settings.disabled) {
     warnOnce(WARNINGS.OTLP_DISABLED, 'uvscope: OTEL_SDK_DISABLED is true, so uvscope\'s own OTLP export (UVSCOPE_EXPORTERS=otlp, standalone mode) is off');
     return null;
@@ -48,14 +58,12 @@ function createStandaloneProvider({ env, lookup } = {}) {
     return null;
   }
   // Over HTTP the exporter's requests go through an agent of uvscope's own, so they (and its
-  // lookups of the endpoint's name) are not counted as the app's. grpc makes its own connections.
-  const config = settings.protocol === 'grpc' ? {} : { httpAgentOptions: (protocol) => createOwnAgent(protocol, lookup) };
+  // lookups of the endpoint's name) are not counted as the app's, on unref'd sockets, so they
+  // never hold the process. grpc makes its own connections.
+  const config = { timeoutMillis: settings.exportTimeoutMs };
+  if (settings.protocol !== 'grpc') config.httpAgentOptions = (protocol) => createOwnAgent(protocol, lookup, { unrefSockets: true });
   const exporter = reportingFailures(new OTLPMetricExporter(config), settings);
-  const reader = new sdk.PeriodicExportingMetricReader({
-    exporter,
-    exportIntervalMillis: settings.intervalMs,
-    exportTimeoutMillis: settings.timeoutMs,
-  });
+  const reader = createReader(sdk, { exporter, intervalMs: settings.intervalMs, timeoutMs: settings.timeoutMs });
   const provider = new sdk.MeterProvider({ resource: resourceFromEnv(resources), readers: [reader] });
   return {
     provider,
@@ -67,14 +75,18 @@ function createStandaloneProvider({ env, lookup } = {}) {
 }
 
 /**
- * The resource as the SDK builds it by default: telemetry.sdk.*, service.name, then
- * OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME. resources 2.x has functions, 1.x a class.
+ * The resource as the SDK builds it by default: telemetry.sdk.*, service.name, then this
+ * process (process.pid, and nodejs.cluster.worker.id in a cluster worker, so the processes of a
+ * multi-process app stay apart), then OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME.
+ * resources 2.x has functions, 1.x a class.
  */
 function resourceFromEnv(resources) {
+  const { pid, workerId } = processIdentity();
+  const own = workerId === undefined ? { [PID_ATTRIBUTE]: pid } : { [PID_ATTRIBUTE]: pid, [WORKER_ATTRIBUTE]: workerId };
   if (typeof resources.defaultResource === 'function') {
-    return resources.defaultResource().merge(resources.detectResources({ detectors: [resources.envDetector] }));
+    return resources.defaultResource().merge(resources.resourceFromAttributes(own)).merge(resources.detectResources({ detectors: [resources.envDetector] }));
   }
-  return resources.Resource.default().merge(resources.detectResourcesSync({ detectors: [resources.envDetectorSync] }));
+  return resources.Resource.default().merge(new resources.Resource(own)).merge(resources.detectResourcesSync({ detectors: [resources.envDetectorSync] }));
 }
 
 /**
@@ -101,4 +113,16 @@ function reportingFailures(exporter, settings) {
   return wrapped;
 }
 
-module.exports = { createStandaloneProvider, PROTOCOLS };
+/**
+ * The standard settings (lib/options.js) and one export attempt's timeout: the standard timeout
+ * variables (OTEL_EXPORTER_OTLP_METRICS_TIMEOUT, then OTEL_EXPORTER_OTLP_TIMEOUT, 10 s by default),
+ * the collection timeout and EXPORT_TIMEOUT_MAX_MS, whichever is lowest.
+ * @param {NodeJS.ProcessEnv} [env]
+ * @returns {{ disabled: boolean, protocol: string, intervalMs: number, timeoutMs: number, exportTimeoutMs: number }}
+ */
+function standaloneSettings(env) {
+  const settings = otlpStandardSettings(env);
+  return { ...settings, exportTimeoutMs: Math.min(readSetting('otlp.exportTimeoutMs', env), settings.timeoutMs, EXPORT_TIMEOUT_MAX_MS) };
+}
+
+module.exports = { createStandaloneProvider, standaloneSettings, PROTOCOLS, EXPORT_TIMEOUT_MAX_MS };

@@ -6,6 +6,7 @@ const { CONNECT_BUCKETS } = require('../metrics');
 const { reportError } = require('../report');
 const { creatingOwnConnection, isOwnRequest } = require('../own-io');
 const { subscribed: CHANNELS } = require('../channels');
+const { injectFault } = require('../faults');
 
 // Hostnames kept per-host for keep-alive evidence.
 const MAX_HOSTS = 100;
@@ -89,6 +90,7 @@ function createConnectionsSampler() {
   for (const [name, handler] of Object.entries(handlers)) {
     const safe = (message) => {
       try {
+        injectFault('channel:connections');
         handler(message);
       } catch (err) {
         reportError('sampler:connections', err);

@@ -1,7 +1,6 @@
 'use strict';
 
 const dnsModule = require('dns');
-const { isIP } = require('net');
 const { syncBuiltinESMExports } = require('module');
 const { Histogram } = require('../histogram');
 const { DNS_BUCKETS, QUEUE_WAIT_BUCKETS } = require('../metrics');
@@ -10,6 +9,7 @@ const { readSetting } = require('../options');
 const { reportError } = require('../report');
 const { captureCaller } = require('../callers');
 const { published } = require('../channels');
+const { injectFault } = require('../faults');
 
 const OTHER = '_other';
 
@@ -85,6 +85,7 @@ function createDnsSampler(options = {}) {
   }
 
   function started(hostname) {
+    injectFault('dns:started');
     const host = hostFor(hostname);
     const ctx = { hostname, host, start: process.hrtime.bigint(), began: null, caller: null };
     if (host.inFlight > 0) host.interval.duplicates++;
@@ -95,7 +96,10 @@ function createDnsSampler(options = {}) {
       // Counted when the lookup starts (a backlog may hold it for long); timed when it ends.
       let c = host.callers.get((ctx.caller = captureCaller()));
       if (!c && host.callers.size < MAX_CALLERS) host.callers.set(ctx.caller, (c = { count: 0, seconds: 0 }));
-      if (c) c.count++;
+      if (c) {
+        c.count++;
+        host.callerList = null;
+      }
     }
     host.lookups++;
     host.interval.lookups++;
@@ -124,17 +128,20 @@ function createDnsSampler(options = {}) {
       const now = process.hrtime.bigint();
       slots.done(ctx, now);
       inFlight--;
+      injectFault('dns:record');
       const { host } = ctx;
       host.inFlight--;
       if (!active) return;
       const seconds = Number(now - ctx.start) / 1e9;
       const waited = Math.min(seconds, Number(ctx.began - ctx.start) / 1e9);
       const errorType = err ? String(err.code || err.name || 'Error') : '';
-      const key = `${host.name}\u0000${errorType}`;
-      let s = series.get(key);
+      // Per host by error type: no key string built per lookup (it showed in profiles).
+      let s = host.series.get(errorType);
       if (!s) {
-        s = { name: host.name, errorType, histogram: new Histogram(DNS_BUCKETS) };
-        series.set(key, s);
+        const key = `${host.name}\u0000${errorType}`;
+        s = series.get(key);
+        if (!s) series.set(key, (s = { name: host.name, errorType, histogram: new Histogram(DNS_BUCKETS) }));
+        host.series.set(errorType, s);
       }
       s.histogram.observe(seconds);
       let w = queueWaits.get(host.name);
@@ -151,7 +158,10 @@ function createDnsSampler(options = {}) {
       if (conf && resolverTimeouts(seconds, conf.timeout) > 0) host.interval.timeouts++;
       if (ctx.caller !== null) {
         const c = host.callers.get(ctx.caller);
-        if (c) c.seconds += seconds;
+        if (c) {
+          c.seconds += seconds;
+          host.callerList = null;
+        }
       }
       if (endChannel.hasSubscribers) endChannel.publish({ hostname: ctx.hostname, name: host.name, errorType, seconds, queueWaitSeconds: waited });
     } catch (e) {
@@ -240,14 +250,14 @@ function createDnsSampler(options = {}) {
           timeouts: i.timeouts,
           inFlight: host.inFlight,
           totalLookups: host.lookups,
-          callers: [...host.callers].map(([caller, c]) => ({ caller, count: c.count, seconds: c.seconds })).sort((a, b) => b.count - a.count),
+          callers: host.callerList || (host.callerList = callerList(host.callers)),
         });
       }
       return { inFlight, dnsSlots: slots.size, hosts: out };
     },
     /** Start a new interval: per-hostname interval figures and the caller budget start over. */
     endInterval() {
-      for (const host of hosts.values()) host.interval = newInterval(host.inFlight);
+      for (const host of hosts.values()) resetInterval(host.interval, host.inFlight);
       callerBudget = CALLER_SAMPLES_PER_INTERVAL;
     },
     close() {
@@ -259,6 +269,21 @@ function createDnsSampler(options = {}) {
       syncBuiltinESMExports();
     },
   };
+}
+
+// The callers of a hostname, most frequent first, frozen: the same list is handed out again until
+// a sampled lookup of that name changes it (at most 20 a second in all), so a sample makes no new
+// objects for the callers of most names.
+function callerList(callers) {
+  const out = [];
+  callers.forEach((c, caller) => out.push(Object.freeze({ caller, count: c.count, seconds: c.seconds })));
+  return Object.freeze(out.sort((a, b) => b.count - a.count));
+}
+
+// A new interval in place: one interval object per name for its life, not one per sample that
+// lives until the next (the temporary dies young and costs V8 nothing to keep).
+function resetInterval(i, inFlight) {
+  Object.assign(i, newInterval(inFlight));
 }
 
 /**
@@ -287,7 +312,7 @@ function createDnsSampler(options = {}) {
  */
 
 function newHost(name) {
-  return { name, lookups: 0, inFlight: 0, callers: new Map(), interval: newInterval(0), recent: createRecent(RECENT_MAX) };
+  return { name, lookups: 0, inFlight: 0, callers: new Map(), callerList: null, series: new Map(), interval: newInterval(0), recent: createRecent(RECENT_MAX) };
 }
 
 function newInterval(inFlight) {
@@ -412,52 +437,104 @@ function resolverTimeouts(seconds, timeout) {
   return k >= 1 && seconds >= k * timeout - TIMEOUT_EARLY_S && seconds <= k * timeout + TIMEOUT_LATE_S ? k : 0;
 }
 
+// net is loaded at the first lookup, not by the preload (it costs ~2 ms to load).
+let isIP = null;
+
 function isLookupOf(hostname) {
-  return typeof hostname === 'string' && hostname !== '' && isIP(hostname) === 0;
+  if (typeof hostname !== 'string' || hostname === '') return false;
+  // An IPv4 literal starts with a digit and an IPv6 one has a colon (net.isIPv4/isIPv6): other
+  // names skip net.isIP, whose IPv6 regular expression was a tenth of the wrapper's cost.
+  const c = hostname.charCodeAt(0);
+  if ((c < 48 || c > 57) && !hostname.includes(':')) return true;
+  if (isIP === null) isIP = require('net').isIP;
+  return isIP(hostname) === 0;
 }
 
+// The wrappers must be invisible to the app: the same return values, the same synchronous throws
+// for bad arguments, the same length, name and own symbols (dns.lookup's customPromisifyArgs makes
+// util.promisify(dns.lookup) resolve { address, family }), and no change to how a rejection nobody
+// handles is reported. The bookkeeping (started/record/abandoned) runs inside the app's call, so
+// each call of it is guarded: a failure there is reported and the lookup goes on untimed.
 // Invalid arguments make Node throw synchronously: that is no lookup, so it is not counted.
-function wrapCallbackLookup(original, { record, started, abandoned }) {
+
+/**
+ * dns.lookup, timed. Lookups go through the original, with the app's arguments and `this`.
+ * @param {Function} original
+ * @param {{ started: Function, record: Function, abandoned: Function }} tracker
+ */
+function wrapCallbackLookup(original, tracker) {
   const lookup = function lookup(hostname, options, callback) {
     const cb = typeof options === 'function' ? options : callback;
     if (typeof cb !== 'function' || !isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
-    const ctx = started(hostname);
+    const ctx = guarded(tracker.started, hostname);
+    if (ctx === undefined) return Reflect.apply(original, this, arguments);
     const done = function (err) {
-      record(ctx, err);
+      guarded(tracker.record, ctx, err);
       return Reflect.apply(cb, this, arguments);
     };
+    const args = Array.prototype.slice.call(arguments);
+    args[typeof options === 'function' ? 1 : 2] = done;
     try {
-      return typeof options === 'function'
-        ? Reflect.apply(original, this, [hostname, done])
-        : Reflect.apply(original, this, [hostname, options, done]);
+      return Reflect.apply(original, this, args);
     } catch (err) {
-      abandoned(ctx);
+      guarded(tracker.abandoned, ctx);
       throw err;
     }
   };
-  // dns.lookup carries Node's internal customPromisifyArgs symbol, which makes
-  // util.promisify(dns.lookup) resolve { address, family }; copy it so that still holds.
-  for (const sym of Object.getOwnPropertySymbols(original)) {
-    Object.defineProperty(lookup, sym, Object.getOwnPropertyDescriptor(original, sym));
-  }
-  return lookup;
+  return lookAlike(lookup, original);
 }
 
-function wrapPromiseLookup(original, { record, started, abandoned }) {
-  return function lookup(hostname) {
+/**
+ * dns.promises.lookup, timed. Returns a promise derived from the original's: it settles the same
+ * way one tick later, and when it rejects and nobody handles it, Node reports that unhandled
+ * rejection exactly as it would have reported the original's (uvscope's handler sits on the
+ * original promise, never on the one the caller holds).
+ * @param {Function} original
+ * @param {{ started: Function, record: Function, abandoned: Function }} tracker
+ */
+function wrapPromiseLookup(original, tracker) {
+  const lookup = function lookup(hostname) {
     if (!isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
-    const ctx = started(hostname);
+    const ctx = guarded(tracker.started, hostname);
+    if (ctx === undefined) return Reflect.apply(original, this, arguments);
     let promise;
     try {
       promise = Reflect.apply(original, this, arguments);
     } catch (err) {
-      abandoned(ctx);
+      guarded(tracker.abandoned, ctx);
       throw err;
     }
-    // The side branch handles the rejection itself; the caller's promise is returned untouched.
-    promise.then(() => record(ctx, null), (err) => record(ctx, err));
-    return promise;
+    return promise.then((value) => {
+      guarded(tracker.record, ctx, null);
+      return value;
+    }, (err) => {
+      guarded(tracker.record, ctx, err);
+      throw err;
+    });
   };
+  return lookAlike(lookup, original);
 }
 
-module.exports = { createDnsSampler, resolverTimeouts, OTHER };
+// The wrapper takes the original's length, name and own symbols.
+function lookAlike(wrapper, original) {
+  for (const key of ['length', 'name']) {
+    const d = Object.getOwnPropertyDescriptor(original, key);
+    if (d) Object.defineProperty(wrapper, key, d);
+  }
+  for (const sym of Object.getOwnPropertySymbols(original)) {
+    Object.defineProperty(wrapper, sym, Object.getOwnPropertyDescriptor(original, sym));
+  }
+  return wrapper;
+}
+
+// Calls the bookkeeping; never throws. undefined when it failed.
+function guarded(fn, a, b) {
+  try {
+    return fn(a, b);
+  } catch (err) {
+    reportError('sampler:dns', err);
+    return undefined;
+  }
+}
+
+module.exports = { createDnsSampler, resolverTimeouts, OTHER, wrapCallbackLookup, wrapPromiseLookup };

@@ -15,22 +15,60 @@ const CPU_TICK_MS = 20;
 const RESOLUTION_NS = RESOLUTION_MS * 1e6;
 
 /**
- * Event-loop delay and utilization per sampling interval, plus a cumulative delay histogram.
+ * Whether monitorEventLoopDelay() takes { samplePerIteration } (Node 24.19+, 26.5+). Older Node
+ * ignores unknown options, so only those versions are asked, and there the test is that a
+ * non-boolean value is rejected (Node validates the option before it creates anything:
+ * lib/internal/perf/event_loop_delay.js). Where the option would be ignored, a histogram would be
+ * created and dropped, which Node 20 later trips over in process._getActiveHandles() (an
+ * assertion in AsyncWrap::GetOwner, seen with prom-client's default metrics).
+ * @returns {boolean}
+ */
+function supportsSamplePerIteration() {
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  if (!((major === 24 && minor >= 19) || (major === 26 && minor >= 5) || major > 26)) return false;
+  try {
+    monitorEventLoopDelay({ samplePerIteration: 'probe' });
+    return false;
+  } catch (err) {
+    return Boolean(err) && err.code === 'ERR_INVALID_ARG_TYPE';
+  }
+}
+
+/**
+ * Event-loop delay and utilization per sampling interval, plus a cumulative delay histogram, in
+ * one of two modes (nodejs.eventloop.delay.mode says which; their figures do not compare):
  *
- * monitorEventLoopDelay records the time between two firings of a repeating 10 ms timer, so an
- * idle loop reads ~10 ms (prom-client's nodejs_eventloop_lag_* show this). uvscope subtracts the
- * resolution and reports lateness: an idle loop reads ~0, a 200 ms block reads up to 200 ms.
+ * - iteration (where Node supports it: 24.19+, 26.5+): monitorEventLoopDelay({ samplePerIteration })
+ *   records how long each loop iteration ran, so a 200 ms block reads 200 ms exactly and blocks
+ *   shorter than 10 ms are seen too; no timer of its own, so an idle loop costs nothing
+ *   (bench/eventloop-mode.js: ~10 against ~350 ms of CPU a minute). Percentiles are over
+ *   iterations, not over time.
+ * - timer (older Node): the time between two firings of a repeating 10 ms timer, so an idle loop
+ *   reads ~10 ms (prom-client's nodejs_eventloop_lag_* show this). uvscope subtracts the
+ *   resolution and reports lateness: an idle loop reads ~0, a 200 ms block up to 200 ms. Samples
+ *   are spread evenly over time.
+ *
  * The histogram buckets are filled from the HDR histogram by rank (see countAtMost), so they are
  * exact to its 3 significant digits, without a JavaScript timer of our own.
  *
  * @param {object} [options]
- * @param {number} [options.resolutionMs]
+ * @param {number} [options.resolutionMs] timer mode's resolution
+ * @param {'auto'|'timer'|'iteration'} [options.mode] auto: iteration where supported
  */
 function createEventLoopSampler(options = {}) {
   const resolutionMs = options.resolutionMs || RESOLUTION_MS;
-  const resolutionNs = resolutionMs * 1e6;
-  const monitor = monitorEventLoopDelay({ resolution: resolutionMs });
+  const wanted = options.mode || 'auto';
+  const mode = wanted === 'timer' || !supportsSamplePerIteration() ? 'timer' : 'iteration';
+  // What a sample reads when nothing delayed the loop: subtracted, so both modes read lateness.
+  const offsetNs = mode === 'timer' ? resolutionMs * 1e6 : 0;
+  const monitor = mode === 'timer'
+    ? monitorEventLoopDelay({ resolution: resolutionMs })
+    : monitorEventLoopDelay({ samplePerIteration: true });
   monitor.enable();
+  // In iteration mode the first sample runs from enable() to the end of the first iteration: from
+  // a preload or top-level code it holds the app's startup and the first idle wait, which are no
+  // iteration. It is recorded before that iteration's check phase, so it is dropped there.
+  if (mode === 'iteration') setImmediate(() => monitor.reset()).unref();
   const histogram = new Histogram(EVENTLOOP_BUCKETS);
   let lastElu = performance.eventLoopUtilization();
   const sched = openSchedstat();
@@ -58,15 +96,25 @@ function createEventLoopSampler(options = {}) {
 
   return {
     name: 'eventloop',
+    /** 'iteration' or 'timer' */
+    mode,
     sample() {
-      const out = [];
+      const out = [{ name: 'nodejs.eventloop.delay.mode', attributes: { 'nodejs.eventloop.delay.mode': mode }, value: 1 }];
       const elu = performance.eventLoopUtilization(lastElu);
       lastElu = performance.eventLoopUtilization();
       out.push({ name: 'nodejs.eventloop.utilization', attributes: {}, value: elu.utilization });
+      const uv = uvMetrics();
+      if (uv) {
+        out.push(
+          { name: 'nodejs.eventloop.iterations', attributes: {}, value: uv.loopCount },
+          { name: 'nodejs.eventloop.events', attributes: {}, value: uv.events },
+          { name: 'nodejs.eventloop.events.waiting', attributes: {}, value: uv.eventsWaiting },
+        );
+      }
 
       const n = monitor.count;
       if (n > 0) {
-        const lateness = (ns) => Math.max(0, ns - resolutionNs) / 1e9;
+        const lateness = (ns) => Math.max(0, ns - offsetNs) / 1e9;
         out.push(
           { name: 'nodejs.eventloop.delay.min', attributes: {}, value: lateness(monitor.min) },
           { name: 'nodejs.eventloop.delay.max', attributes: {}, value: lateness(monitor.max) },
@@ -75,7 +123,7 @@ function createEventLoopSampler(options = {}) {
           { name: 'nodejs.eventloop.delay.p90', attributes: {}, value: lateness(monitor.percentile(90)) },
           { name: 'nodejs.eventloop.delay.p99', attributes: {}, value: lateness(monitor.percentile(99)) },
         );
-        addToBuckets(histogram, monitor, n, resolutionNs);
+        addToBuckets(histogram, monitor, n, offsetNs);
         monitor.reset();
       }
       if (histogram.count > 0) {
@@ -151,19 +199,36 @@ function openSchedstat() {
 }
 
 /**
+ * libuv's loop metrics (uv_metrics_info: iterations, events processed, events that were waiting
+ * when the loop polled), where Node exposes them as performance.nodeTiming.uvMetricsInfo
+ * (Node 20.18+, 22.8+, 24, 26); cumulative since the process started. Null elsewhere.
+ * @returns {{ loopCount: number, events: number, eventsWaiting: number } | null}
+ */
+function uvMetrics() {
+  const info = performance.nodeTiming && performance.nodeTiming.uvMetricsInfo;
+  return info && typeof info.loopCount === 'number' ? info : null;
+}
+
+/**
  * Move one interval's samples from the HDR histogram into the explicit buckets.
  * The sum is count x mean, which is exact.
  */
 function addToBuckets(histogram, monitor, n, resolutionNs) {
+  // Bounds at or above the largest value hold every sample, bounds below the smallest none: no
+  // search for those (an idle interval needs one native call, not ~90; a tenth of a sample's CPU).
+  const max = monitor.max;
+  const min = monitor.min;
   let below = 0;
   for (let i = 0; i < histogram.bounds.length; i++) {
-    const atMost = countAtMost(monitor, n, histogram.bounds[i] * 1e9 + resolutionNs, below);
+    const limit = histogram.bounds[i] * 1e9 + resolutionNs;
+    const atMost = limit >= max ? n : limit < min ? below : countAtMost(monitor, n, limit, below);
     histogram.counts[i] += atMost - below;
     below = atMost;
   }
   histogram.counts[histogram.bounds.length] += n - below;
   histogram.count += n;
   histogram.sum += (n * Math.max(0, monitor.mean - resolutionNs)) / 1e9;
+  histogram.frozen = null; // its cached snapshot (lib/histogram.js) is stale now
 }
 
 /**
@@ -182,4 +247,4 @@ function countAtMost(monitor, n, limitNs, lower) {
   return lo;
 }
 
-module.exports = { createEventLoopSampler, RESOLUTION_MS, RESOLUTION_NS, _internal: { addToBuckets, countAtMost } };
+module.exports = { createEventLoopSampler, supportsSamplePerIteration, RESOLUTION_MS, RESOLUTION_NS, _internal: { addToBuckets, countAtMost } };

@@ -3,12 +3,7 @@
 // Every sampler, in one list. A new concern is a new file here plus one line below; the agent,
 // the snapshot and every exporter pick its points up through the catalog (lib/metrics.js).
 
-const { createResourcesSampler } = require('./resources');
-const { createThreadpoolSampler } = require('./threadpool');
-const { createEventLoopSampler } = require('./eventloop');
-const { createDnsSampler } = require('./dns');
-const { createConnectionsSampler } = require('./connections');
-const { createMemorySampler } = require('./memory');
+// Each sampler's module loads when it is created: the preload creates only the early ones.
 
 /**
  * What every sample hands each sampler: figures taken once for all of them.
@@ -50,20 +45,24 @@ const { createMemorySampler } = require('./memory');
  */
 
 /**
- * The samplers, in the order their points appear in the snapshot.
- * @type {readonly { name: string, create(ctx: SamplerContext): Sampler }[]}
+ * The samplers, in the order their points appear in the snapshot. `early` ones are created in the
+ * preload, before the app's first line (they wrap or subscribe to what the app's top-level code
+ * may already use: dns.lookup, the connection channels); the others on the agent's first timer
+ * tick (lib/agent.js start()).
+ * @type {readonly { name: string, early?: boolean | ((options: object) => boolean), create(ctx: SamplerContext): Sampler }[]}
  */
 const SAMPLERS = Object.freeze([
-  { name: 'resources', create: () => createResourcesSampler() },
-  { name: 'threadpool', create: (ctx) => createThreadpoolSampler({ lookup: ctx.ownIo.lookup, tracer: ctx.options.tracer }) },
-  { name: 'eventloop', create: () => createEventLoopSampler() },
-  { name: 'dns', create: createDns },
-  { name: 'connections', create: () => createConnectionsSampler() },
-  { name: 'memory', create: () => createMemorySampler() },
+  { name: 'resources', create: () => require('./resources').createResourcesSampler() },
+  // With the tracer on (UVSCOPE_TRACER=on) it follows jobs from the app's first line.
+  { name: 'threadpool', early: (options) => Boolean(options.tracer && options.tracer.mode === 'on'), create: (ctx) => require('./threadpool').createThreadpoolSampler({ lookup: ctx.ownIo.lookup, tracer: ctx.options.tracer }) },
+  { name: 'eventloop', create: () => require('./eventloop').createEventLoopSampler() },
+  { name: 'dns', early: true, create: createDns },
+  { name: 'connections', early: true, create: () => require('./connections').createConnectionsSampler() },
+  { name: 'memory', create: () => require('./memory').createMemorySampler() },
 ]);
 
 function createDns(ctx) {
-  const sampler = createDnsSampler({ maxNames: ctx.options.dns.maxNames, resolver: ctx.resolver });
+  const sampler = require('./dns').createDnsSampler({ maxNames: ctx.options.dns.maxNames, resolver: ctx.resolver });
   ctx.ownIo.captureLookup(sampler.ownLookup);
   return sampler;
 }

@@ -9,10 +9,11 @@ const { decode } = require('@msgpack/msgpack');
 const { createDogStatsdReceiver, udsSupport } = require('../helpers/dogstatsd-receiver');
 const { withDnsServer } = require('../helpers/dns-server');
 const { runInNamespace, resolvConf } = require('../helpers/namespace');
-const { REGISTER, FIXTURES, ROOT, runNode, lastJson, freePort } = require('../helpers/child');
+const { REGISTER, FIXTURES, runNode, lastJson, freePort } = require('../helpers/child');
 
 const APP = path.join(FIXTURES, 'datadog-app.js');
-const DD_INIT = path.join(ROOT, 'node_modules', 'dd-trace', 'init.js');
+// dd-trace 6 on Node 22+, 5 on Node 20 (support/peers.js).
+const { ddTraceInit: DD_INIT, ddTraceMajor } = require('../../support/peers');
 const UNIFIED = ['service:checkout', 'env:test', 'version:1.2.3', 'team:dns'];
 
 function datadogEnv(extra) {
@@ -49,6 +50,8 @@ describe('exporters/datadog: DogStatsD to a receiver the test runs', function ()
     assert.deepEqual(receiver.rejected, []);
     assert.ok(receiver.metrics.length > 100, `${receiver.metrics.length} metrics`);
     for (const m of receiver.metrics) for (const t of UNIFIED) assert.ok(m.tags.includes(t), `${m.name} lacks ${t}: ${m.tags}`);
+    // The process, so that several processes of one app never overwrite each other's gauges.
+    for (const m of receiver.metrics) assert.deepEqual(m.tags.filter((t) => /^(pid|worker_id):/.test(t)), [`pid:${out.pid}`], `${m.name}: ${m.tags}`);
 
     const active = receiver.find('nodejs.uv.requests.active', ['type:GetAddrInfoReqWrap']);
     assert.ok(active.length > 0 && active.every((m) => m.type === 'g'));
@@ -204,7 +207,7 @@ async function createTraceAgent() {
   };
 }
 
-describe('exporters/datadog: companion to dd-trace (the real package)', function () {
+describe(`exporters/datadog: companion to dd-trace ${ddTraceMajor()} (the real package)`, function () {
   withDnsServer({ address: '127.0.0.4', names: { '*.slow.test': { a: '127.0.0.1', delayMs: 300 } } });
 
   for (const order of [['dd-trace', 'uvscope'], ['uvscope', 'dd-trace']]) {

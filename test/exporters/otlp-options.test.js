@@ -3,6 +3,7 @@
 const assert = require('node:assert/strict');
 const { resolveOptions } = require('../../lib/options');
 const { otlpStandardSettings: standardSettings } = require('../../lib/options');
+const { standaloneSettings, EXPORT_TIMEOUT_MAX_MS } = require('../../exporters/otlp/standalone');
 
 /** Run fn and collect the process warnings it emits (uvscope warns once per code and key). */
 function warnings(fn) {
@@ -36,6 +37,13 @@ describe('exporters/otlp settings', function () {
     assert.equal(standardSettings({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }).protocol, 'grpc');
     assert.equal(standardSettings({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/json' }).protocol, 'http/json');
     assert.deepEqual(standardSettings({ OTEL_METRIC_EXPORT_INTERVAL: '5000' }), { disabled: false, protocol: 'http/protobuf', intervalMs: 5000, timeoutMs: 5000 });
+    assert.equal(standaloneSettings({}).exportTimeoutMs, EXPORT_TIMEOUT_MAX_MS);
+    // One export attempt: the standard timeout variables (metrics-specific first), the interval, and
+    // at most EXPORT_TIMEOUT_MAX_MS (below the SDK's first retry back-off of 800-1200 ms).
+    assert.equal(EXPORT_TIMEOUT_MAX_MS < 800, true);
+    assert.equal(standaloneSettings({ OTEL_EXPORTER_OTLP_TIMEOUT: '300' }).exportTimeoutMs, 300);
+    assert.equal(standaloneSettings({ OTEL_EXPORTER_OTLP_TIMEOUT: '300', OTEL_EXPORTER_OTLP_METRICS_TIMEOUT: '400' }).exportTimeoutMs, 400);
+    assert.equal(standaloneSettings({ OTEL_METRIC_EXPORT_INTERVAL: '100' }).exportTimeoutMs, 100);
     assert.equal(standardSettings({ OTEL_SDK_DISABLED: 'true' }).disabled, true);
     const { result, seen } = warnings(() => standardSettings({ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/thrift-test', OTEL_METRIC_EXPORT_INTERVAL: '-5' }));
     assert.equal(result.protocol, 'http/protobuf');

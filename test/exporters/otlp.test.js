@@ -8,6 +8,7 @@ const { spawnInNamespace, resolvConf } = require('../helpers/namespace');
 const { REGISTER, FIXTURES, cleanEnv, freePort, stopChild } = require('../helpers/child');
 const { createOtlpReceiver } = require('../helpers/otlp-receiver');
 const { DNS_BUCKETS, QUEUE_WAIT_BUCKETS } = require('../../lib/metrics');
+const { otelSdkMajor } = require('../../support/peers');
 
 const APP = path.join(FIXTURES, 'otlp-app.js');
 const SDK = path.join(FIXTURES, 'otlp-sdk.js');
@@ -101,7 +102,7 @@ describe('exporters/otlp: standalone, real OTLP exporters, against the test DNS 
             OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=test',
           },
         });
-        const { results, mode } = await app.ready;
+        const { results, mode, pid } = await app.ready;
         assert.equal(mode, 'standalone');
         assert.equal(receiver.requests.length, 0, 'nothing exported before the interval or SIGTERM');
         process.kill(app.child.pid, 'SIGTERM');
@@ -118,6 +119,8 @@ describe('exporters/otlp: standalone, real OTLP exporters, against the test DNS 
         assert.equal(resource['service.name'], 'otlp-standalone-test');
         assert.equal(resource['deployment.environment.name'], 'test');
         assert.equal(resource['telemetry.sdk.language'], 'nodejs');
+        assert.equal(Number(resource['process.pid']), pid, 'the process, so that several processes of one app stay apart');
+        assert.equal(resource['nodejs.cluster.worker.id'], undefined, 'not a cluster worker');
         const names = rows.map((m) => m.name);
         assert.equal(new Set(names).size, names.length, `a name exported twice: ${names}`);
 
@@ -185,7 +188,7 @@ describe('exporters/otlp: standalone, real OTLP exporters, against the test DNS 
   }
 });
 
-describe('exporters/otlp: companion, inside the app\'s own NodeSDK', function () {
+describe(`exporters/otlp: companion, inside the app's own NodeSDK (SDK ${otelSdkMajor()} line)`, function () {
   withDnsServer({
     address: NAMESERVER,
     names: { 'slow.otlp.test': { a: '127.0.0.1', delayMs: DELAY_MS }, 'missing.otlp.test': { nxdomain: true } },
@@ -275,6 +278,51 @@ describe('exporters/otlp: companion, inside the app\'s own NodeSDK', function ()
     for (const [name, scopes] of byName) assert.equal(scopes.length, 1, `${name} exported by ${scopes}`);
     assert.ok(point(r.appRows, 'nodejs.uv.threadpool.size'), 'uvscope\'s own metrics are still there');
     assert.equal(point(r.appRows, 'nodejs.eventloop.utilization'), undefined, 'not from uvscope');
+  });
+});
+
+// uvscope resolves the SDK packages from where it is installed: a copy of it whose node_modules is
+// the peers/ workspace's makes standalone mode load the SDK 3 line (Node 22.15+).
+describe('exporters/otlp: standalone with the SDK 3 line', function () {
+  let dir;
+  before(function () {
+    if (otelSdkMajor() < 3) this.skip(); // Node below 22.15: the SDK 2 line, tested above
+    const fs = require('fs');
+    const os = require('os');
+    const { ROOT } = require('../helpers/child');
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'uvscope-sdk3-'));
+    const target = path.join(dir, 'node_modules', 'uvscope');
+    fs.mkdirSync(target, { recursive: true });
+    for (const entry of ['package.json', 'register.js', 'lib', 'exporters']) fs.cpSync(path.join(ROOT, entry), path.join(target, entry), { recursive: true });
+    fs.symlinkSync(path.join(ROOT, 'peers', 'node_modules'), path.join(target, 'node_modules'));
+  });
+  after(() => {
+    if (dir) require('fs').rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('exports over http/protobuf with sdk-metrics 3 and the 0.30x exporter, the last interval on SIGTERM', async () => {
+    const receiver = await createOtlpReceiver({ transport: 'http' });
+    try {
+      const register = path.join(dir, 'node_modules', 'uvscope', 'register.js');
+      const app = startApp({
+        preload: [register],
+        namespace: false,
+        plan: { lookups: ['localhost', 'localhost'], then: 'wait' },
+        vars: { UVSCOPE_EXPORTERS: 'otlp', UVSCOPE_OTLP_MODE: 'standalone', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/protobuf', OTEL_METRIC_EXPORT_INTERVAL: '60000', OTEL_SERVICE_NAME: 'sdk3' },
+      });
+      const { mode } = await app.ready;
+      assert.equal(mode, 'standalone');
+      process.kill(app.child.pid, 'SIGTERM');
+      const exit = await app.exited;
+      assert.doesNotMatch(exit.stderr, /UVSCOPE_/);
+      assert.equal(receiver.requests.length, 1, 'one export, on SIGTERM');
+      const rows = lastRequestRows(receiver);
+      assert.equal(rows[0].resource['service.name'], 'sdk3');
+      assert.match(String(rows[0].resource['telemetry.sdk.version']), /^3\./, 'the SDK 3 line made the export');
+      assert.equal(point(rows, 'dns.lookup.duration', { 'dns.question.name': 'localhost' }).count, 2);
+    } finally {
+      await receiver.close();
+    }
   });
 });
 

@@ -3,7 +3,7 @@
 const assert = require('node:assert/strict');
 const path = require('path');
 const { spawn } = require('child_process');
-const { prometheusName } = require('../../exporters/prometheus');
+const { prometheusName, renderText, createExporter } = require('../../exporters/prometheus');
 const { CATALOG, metric } = require('../../lib/metrics');
 const { ROOT, REGISTER, FIXTURES, cleanEnv, runNode, lastJson, freePort, stopChild, parsePrometheus, sampleValue, scrape } = require('../helpers/child');
 const { requirePrometheus, promtoolCheckMetrics, startPrometheus } = require('../helpers/prometheus');
@@ -16,6 +16,29 @@ describe('exporters/prometheus', function () {
     assert.equal(prometheusName(metric('nodejs.uv.requests.active')), 'nodejs_uv_requests_active');
     assert.equal(prometheusName(metric('uvscope.errors')), 'uvscope_errors_total');
     assert.equal(new Set(CATALOG.map(prometheusName)).size, CATALOG.length, 'names are unique');
+  });
+
+  it('its own server writes the same text as prom-client\'s registry for the same snapshot, hostile label values included', async () => {
+    const { Registry } = require('prom-client');
+    const h = (counts, sum) => ({ bounds: [0.001, 0.5, 4], counts, sum, count: counts.reduce((a, b) => a + b, 0) });
+    const latest = {
+      points: [
+        { name: 'nodejs.uv.requests.active', attributes: { 'nodejs.uv.request.type': 'GetAddrInfoReqWrap' }, value: 3 },
+        { name: 'nodejs.uv.threadpool.size', attributes: {}, value: 4 },
+        { name: 'nodejs.eventloop.delay.p99', attributes: {}, value: 0.0125 },
+        { name: 'dns.lookup.duration', attributes: { 'dns.question.name': 'a"b\\c\nd', 'error.type': '' }, histogram: h([1, 2, 0, 1], 5.5) },
+        { name: 'dns.lookup.duration', attributes: { 'dns.question.name': 'empty', 'error.type': 'ENOTFOUND' }, histogram: h([0, 0, 0, 0], 0) },
+        { name: 'nodejs.eventloop.delay', attributes: {}, histogram: h([7, 0, 0, 0], 0.001) },
+        { name: 'uvscope.errors', attributes: { 'uvscope.component': 'options' }, value: 2 },
+      ],
+    };
+    const registry = new Registry();
+    const exporter = createExporter({ options: { prometheus: { registry } }, latest: () => latest, server: null });
+    try {
+      assert.equal(renderText([{ attributes: {}, snapshot: latest }]), await registry.metrics());
+    } finally {
+      await exporter.close();
+    }
   });
 
   it('serves /metrics that passes promtool check metrics, with empty histograms left out', async function () {
@@ -50,11 +73,17 @@ describe('exporters/prometheus', function () {
     assert.match(out.text, /# TYPE nodejs_uv_threadpool_queue_wait_seconds histogram/);
   });
 
-  it('puts its metrics into the app\'s own prom-client registry next to collectDefaultMetrics(), opening no server', async function () {
+  // The app's registry may come from prom-client 15 or from its successor @prometheus-io/client
+  // 0.16 (Node 22+ per its engines).
+  for (const lib of ['prom-client', '@prometheus-io/client']) {
+  it(`puts its metrics into the app's own ${lib} registry next to collectDefaultMetrics(), opening no server`, async function () {
     requirePrometheus(this);
+    if (lib === '@prometheus-io/client' && Number(process.versions.node.split('.')[0]) < 22) {
+      this.skip(); // @prometheus-io/client 0.16 declares node ^22 || ^24 || >=26
+    }
     const port = await freePort();
     const r = await runNode(['-e', `
-      const client = require('prom-client');
+      const client = require('${lib}');
       const registry = new client.Registry();
       client.collectDefaultMetrics({ register: registry });
       const uvscope = require(${JSON.stringify(ROOT)});
@@ -77,12 +106,15 @@ describe('exporters/prometheus', function () {
     const samples = parsePrometheus(out.text);
     assert.equal(sampleValue(samples, 'nodejs_uv_threadpool_size'), 4);
     assert.ok(sampleValue(samples, 'nodejs_eventloop_lag_seconds') !== undefined, 'prom-client defaults are there too');
-    // promtool's only complaints are about prom-client's own nodejs_active_*_total gauges.
+    // promtool complains about some of the library's own default metrics (nodejs_active_*_total
+    // gauges, nodejs_eventloop_utilization_histogram...), never about uvscope's.
     const check = await promtoolCheckMetrics(out.text);
-    const ours = check.output.split('\n').filter((l) => l.trim() && !/^nodejs_active_(handles|requests|resources)_total /.test(l));
+    const uvscopeNames = new Set(CATALOG.map(prometheusName));
+    const ours = check.output.split('\n').filter((l) => uvscopeNames.has(l.trim().split(' ')[0]));
     assert.deepEqual(ours, []);
     assert.deepEqual(JSON.parse(lines[1]), { after: false }, 'stop() removes uvscope\'s metrics from the app\'s registry');
   });
+  }
 
   describe('a real Prometheus server scraping an app with the agent', function () {
     let app;

@@ -69,8 +69,14 @@ describe('samplers/eventloop', function () {
     sampler = createEventLoopSampler();
     await sleep(300);
     const points = sampler.sample();
-    assert.ok(value(points, 'nodejs.eventloop.delay.mean') < 0.005, `mean ${value(points, 'nodejs.eventloop.delay.mean')}`);
-    assert.ok(value(points, 'nodejs.eventloop.delay.min') >= 0);
+    const mean = value(points, 'nodejs.eventloop.delay.mean');
+    // Iteration mode samples iterations only, and an idle loop may have made none.
+    if (mean === undefined) {
+      assert.equal(sampler.mode, 'iteration');
+    } else {
+      assert.ok(mean < 0.005, `mean ${mean}`);
+      assert.ok(value(points, 'nodejs.eventloop.delay.min') >= 0);
+    }
   });
 
   it('utilization tracks a busy loop', async () => {
@@ -106,5 +112,122 @@ describe('samplers/eventloop', function () {
     assert.deepEqual(h.counts, want.counts);
     assert.equal(h.count, lateMs.length);
     assert.ok(Math.abs(h.sum - want.sum) / want.sum < 0.001, `sum ${h.sum} vs ${want.sum}`);
+  });
+});
+
+describe('samplers/eventloop: iteration mode and libuv loop metrics', function () {
+  let sampler;
+  afterEach(() => sampler && sampler.close());
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  // Where Node added monitorEventLoopDelay({ samplePerIteration }) (its changelogs): 24.19, 26.5.
+  const iterationExpected = (major === 24 && minor >= 19) || (major === 26 && minor >= 5) || major > 26;
+
+  it('says which mode it runs in: iteration where Node has samplePerIteration, else timer', async function () {
+    if (major === 25) this.skip(); // not a supported major; no ground truth here
+    sampler = createEventLoopSampler();
+    await sleep(50);
+    const mode = sampler.sample().find((p) => p.name === 'nodejs.eventloop.delay.mode');
+    assert.deepEqual({ attributes: mode.attributes, value: mode.value }, { attributes: { 'nodejs.eventloop.delay.mode': iterationExpected ? 'iteration' : 'timer' }, value: 1 });
+    const forced = createEventLoopSampler({ mode: 'timer' });
+    assert.equal(forced.mode, 'timer');
+    forced.close();
+  });
+
+  it('iteration mode: a 200 ms block reads 200 ms, and 5 ms blocks a 10 ms timer would miss are all seen', async function () {
+    if (!iterationExpected) this.skip(); // timer mode: covered by the tests above
+    sampler = createEventLoopSampler();
+    await sleep(50);
+    sampler.sample();
+    block(200);
+    await sleep(20);
+    let points = sampler.sample();
+    const max = value(points, 'nodejs.eventloop.delay.max');
+    assert.ok(max >= 0.195 && max < 0.25, `max ${max} s`); // Date.now() in block() has 1 ms steps
+    // 20 iterations of 5 ms each (setImmediate: one per iteration), then an idle wait.
+    await new Promise((resolve) => {
+      let n = 0;
+      (function spin() {
+        block(5);
+        if (++n < 20) setImmediate(spin);
+        else resolve();
+      })();
+    });
+    await sleep(20);
+    points = sampler.sample();
+    const h = points.filter((p) => p.name === 'nodejs.eventloop.delay').pop().histogram;
+    const atMost = (b) => h.counts.slice(0, h.bounds.indexOf(b) + 1).reduce((a, c) => a + c, 0);
+    // Cumulative histogram: the 200 ms block and the twenty 5 ms ones are all above 2.5 ms (a busy
+    // machine can only stretch them); a 10 ms timer would have sampled the 100 ms of them ~10 times.
+    assert.ok(h.count - atMost(0.0025) >= 21, `buckets ${h.counts}`);
+    assert.ok(h.count - atMost(0.1) >= 1, `buckets ${h.counts}`);
+  });
+
+  it('counts loop iterations, I/O events, and events that waited for a busy loop (libuv uv_metrics_info)', async function () {
+    const info = require('perf_hooks').performance.nodeTiming.uvMetricsInfo;
+    if (!info) this.skip(); // this Node does not expose uvMetricsInfo
+    const net = require('net');
+    sampler = createEventLoopSampler();
+    const read = () => {
+      const points = sampler.sample();
+      return Object.fromEntries(['iterations', 'events', 'events.waiting'].map((k) => [k, value(points, `nodejs.eventloop.${k}`)]));
+    };
+    // 500 chained setImmediates are 500 iterations.
+    let before = read();
+    await new Promise((resolve) => {
+      let n = 0;
+      (function spin() {
+        if (++n < 500) setImmediate(spin);
+        else resolve();
+      })();
+    });
+    let after = read();
+    const iterations = after.iterations - before.iterations;
+    assert.ok(iterations >= 499 && iterations < 600, `iterations +${iterations}`);
+
+    // Reads on M connections from another process: written while this loop idles, each read finds
+    // it waiting in epoll (not counted as waiting); written while it is blocked, all M are waiting.
+    const M = 10;
+    const server = net.createServer((s) => s.on('data', () => {})).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const child = require('child_process').spawn(process.execPath, [require('path').join(__dirname, '..', 'fixtures', 'socket-writer.js'), String(server.address().port), String(M)], { stdio: ['pipe', 'pipe', 'inherit'] });
+    let out = '';
+    const line = (want) => new Promise((resolve) => {
+      const check = () => {
+        if (out.includes(want)) {
+          out = out.replace(want, '');
+          child.stdout.off('data', onData);
+          resolve();
+        }
+      };
+      const onData = (d) => {
+        out += d;
+        check();
+      };
+      child.stdout.on('data', onData);
+      check();
+    });
+    try {
+      await line('ready\n');
+      await sleep(50);
+      before = read();
+      child.stdin.write('go 30\n');
+      await line('done\n');
+      await sleep(50);
+      after = read();
+      assert.ok(after.events - before.events >= M, `events +${after.events - before.events}`);
+      const waitedIdle = after['events.waiting'] - before['events.waiting'];
+      assert.ok(waitedIdle < M / 2, `${waitedIdle} of ${M} reads found the loop busy although it was idle`);
+      before = read();
+      child.stdin.write('go 2\n');
+      block(300);
+      await line('done\n');
+      await sleep(50);
+      after = read();
+      assert.ok(after['events.waiting'] - before['events.waiting'] >= M, `waiting +${after['events.waiting'] - before['events.waiting']}`);
+    } finally {
+      child.stdin.end();
+      process.kill(child.pid, 'SIGTERM');
+      server.close();
+    }
   });
 });

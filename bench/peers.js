@@ -1,0 +1,340 @@
+'use strict';
+
+// uvscope next to its peers, in one run: an HTTP hello world with no agent, with uvscope, and with
+// each peer's runtime metrics, alternated round by round.
+//
+//   node bench/peers.js [--rounds 3] [--seconds 4] [--idle 3] [--rate 1000] [--connections 10] [--json]
+//
+// Rows (bench/fixtures/peers/*.js are the preloads):
+//   none            no agent
+//   uvscope         --require register.js with its defaults (1 s sampling, Prometheus exporter),
+//                   its registry rendered every second in-process (as a 1 s scrape would)
+//   uvscope-tracer  the same with UVSCOPE_TRACER=on (the threadpool tracer armed), when the code
+//                   on this checkout has it; otherwise the row is printed as an empty slot
+//   prom-client     collectDefaultMetrics(), rendered every second in-process
+//   otel            @opentelemetry/instrumentation-runtime-node on an SDK MeterProvider whose
+//                   reader collects every second (SDK 3 + runtime-node 0.37 on Node 22.15+,
+//                   SDK 2 + 0.36 on Node 20)
+//   dd-trace        dd-trace runtime metrics only (plugins off; dd-trace 6 on Node 22+, 5 on 20),
+//                   DogStatsD to a UDP socket of this bench; dd-trace flushes every 10 s
+//
+// Per variant and round: the server (bench/fixtures/hello-server.js) starts pinned to CPU 1
+// (taskset), its startup is the time from spawn to its port on stdout; a load generator
+// (bench/fixtures/peers/load.js, autocannon) pinned to CPU 0 sends --rate req/s for 1 s of warm-up
+// and then --seconds measured; the server's CPU time over the measured window (all its threads,
+// /proc/<pid>/task/*/schedstat, ns) divided by the requests served is the CPU per request; its
+// RSS is read right after; then it idles for --idle seconds and its CPU over that window, scaled
+// to a minute, is the idle CPU per minute (measured over --idle seconds, not a full minute).
+// The order of the variants rotates every round. Printed per row: medians over rounds and the
+// range over rounds; CPU per request also as added to the no-agent row of the same round.
+// Bounded: rounds x variants x (seconds + idle + ~2 s): ~2.5 min at the defaults; a watchdog
+// ends the run at twice that plus a minute. Children are stopped by pid.
+
+const fs = require('fs');
+const path = require('path');
+const dgram = require('dgram');
+const { spawn, spawnSync } = require('child_process');
+const { median, machine } = require('./fixtures/stats');
+
+const REPO = path.resolve(__dirname, '..');
+const REGISTER = path.join(REPO, 'register.js');
+const SERVER = path.join(__dirname, 'fixtures', 'hello-server.js');
+const PEERS = path.join(__dirname, 'fixtures', 'peers');
+const LOAD = path.join(PEERS, 'load.js');
+const SERVER_CPU = '1';
+const LOAD_CPU = '0';
+
+function parseArgs(argv) {
+  const opts = { rounds: 3, seconds: 4, idle: 3, rate: 1000, connections: 10, json: false };
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--json') { opts.json = true; continue; }
+    if (argv[i] === '--help' || argv[i] === '-h') {
+      console.log('usage: node bench/peers.js [--rounds 3] [--seconds 4] [--idle 3] [--rate 1000] [--connections 10] [--json]');
+      process.exit(0);
+    }
+    const m = /^--(rounds|seconds|idle|rate|connections)(?:=(.*))?$/.exec(argv[i]);
+    if (!m) throw new Error(`unknown argument ${argv[i]} (try --help)`);
+    const raw = m[2] !== undefined ? m[2] : argv[++i];
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`--${m[1]} needs a positive integer, got ${raw}`);
+    opts[m[1]] = n;
+  }
+  return opts;
+}
+
+/** Whether this checkout's uvscope has the threadpool tracer (UVSCOPE_TRACER). */
+function hasTracer() {
+  const files = [];
+  const walk = (dir) => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      if (e.isDirectory()) walk(path.join(dir, e.name));
+      else if (e.name.endsWith('.js')) files.push(path.join(dir, e.name));
+    }
+  };
+  walk(path.join(REPO, 'lib'));
+  return files.some((f) => fs.readFileSync(f, 'utf8').includes('UVSCOPE_TRACER'));
+}
+
+function variants(ports) {
+  const uvscope = [REGISTER, path.join(PEERS, 'uvscope-read.js')];
+  return [
+    { id: 'none', label: 'no agent', preloads: [] },
+    { id: 'uvscope', label: 'uvscope (defaults)', preloads: uvscope, env: { UVSCOPE_PROMETHEUS_PORT: '0' } },
+    {
+      id: 'uvscope-tracer',
+      label: 'uvscope, tracer armed',
+      preloads: uvscope,
+      env: { UVSCOPE_PROMETHEUS_PORT: '0', UVSCOPE_TRACER: 'on' },
+      slot: hasTracer() ? null : 'slot: the threadpool tracer (UVSCOPE_TRACER=on) is not in this checkout yet',
+    },
+    { id: 'prom-client', label: 'prom-client defaults, 1 s', preloads: [path.join(PEERS, 'prom-client.js')] },
+    { id: 'otel', label: 'OTel runtime-node, 1 s', preloads: [path.join(PEERS, 'otel-runtime-node.js')] },
+    {
+      id: 'dd-trace',
+      label: 'dd-trace runtime metrics',
+      preloads: [path.join(PEERS, 'dd-trace.js')],
+      env: { BENCH_DOGSTATSD_PORT: String(ports.dogstatsd), BENCH_TRACE_AGENT_PORT: String(ports.traceAgent) },
+    },
+  ];
+}
+
+function cleanEnv(extra) {
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS;
+  for (const k of Object.keys(env)) if (k.startsWith('UVSCOPE_') || k.startsWith('DD_') || k.startsWith('OTEL_')) delete env[k];
+  return { ...env, DD_INSTRUMENTATION_TELEMETRY_ENABLED: 'false', DD_REMOTE_CONFIGURATION_ENABLED: 'false', ...extra };
+}
+
+/** CPU ns used so far by all live threads of a process (Linux schedstat). */
+function processCpuNs(pid) {
+  let total = 0;
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      total += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // the thread ended between readdir and read
+    }
+  }
+  return total;
+}
+
+function rssMB(pid) {
+  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const children = new Set();
+
+function track(child) {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
+function startServer(variant) {
+  const args = ['-c', SERVER_CPU, process.execPath];
+  for (const p of variant.preloads) args.push('--require', p);
+  args.push(SERVER, '0');
+  const started = process.hrtime.bigint();
+  // taskset execs node: the child's pid is the server's.
+  const child = track(spawn('taskset', args, { env: cleanEnv(variant.env), stdio: ['ignore', 'pipe', 'pipe'] }));
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => fail(new Error(`${variant.id}: no port within 20 s\n${stderr}`)), 20000);
+    function fail(err) {
+      clearTimeout(timer);
+      stopServer(child).finally(() => reject(err));
+    }
+    child.once('exit', (code, signal) => fail(new Error(`${variant.id}: server exited early (${code}, ${signal})\n${stderr}`)));
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /^(\d+)\n/.exec(out);
+      if (!m) return;
+      clearTimeout(timer);
+      child.removeAllListeners('exit');
+      track(child);
+      resolve({ child, port: Number(m[1]), startupMs: Number(process.hrtime.bigint() - started) / 1e6, stderr: () => stderr });
+    });
+  });
+}
+
+function stopServer(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const kill = setTimeout(() => {
+      try { process.kill(child.pid, 'SIGKILL'); } catch { /* gone */ }
+    }, 5000);
+    child.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    try { process.kill(child.pid, 'SIGTERM'); } catch { /* gone */ }
+  });
+}
+
+function runLoad(port, seconds, opts) {
+  const env = cleanEnv({ LOAD_URL: `http://127.0.0.1:${port}/`, LOAD_SECONDS: String(seconds), LOAD_RATE: String(opts.rate), LOAD_CONNECTIONS: String(opts.connections) });
+  const child = track(spawn('taskset', ['-c', LOAD_CPU, process.execPath, LOAD], { env, stdio: ['ignore', 'pipe', 'inherit'] }));
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.once('exit', (code) => {
+      if (code !== 0) reject(new Error(`load generator exited with ${code}`));
+      else resolve(JSON.parse(out.trim().split('\n').pop()));
+    });
+  });
+}
+
+async function measureVariant(variant, opts) {
+  const server = await startServer(variant);
+  try {
+    await runLoad(server.port, 1, opts); // warm-up, discarded
+    const cpu0 = processCpuNs(server.child.pid);
+    const load = await runLoad(server.port, opts.seconds, opts);
+    const cpu1 = processCpuNs(server.child.pid);
+    const rss = rssMB(server.child.pid);
+    await sleep(500);
+    const idle0 = processCpuNs(server.child.pid);
+    await sleep(opts.idle * 1000);
+    const idle1 = processCpuNs(server.child.pid);
+    if (load.errors || load.non2xx) throw new Error(`${variant.id}: ${load.errors} errors, ${load.non2xx} non-2xx`);
+    return {
+      startupMs: server.startupMs,
+      requests: load.requests,
+      cpuPerRequestUs: (cpu1 - cpu0) / load.requests / 1000,
+      rssMB: rss,
+      idleCpuMsPerMinute: ((idle1 - idle0) / 1e6) * (60 / opts.idle),
+    };
+  } finally {
+    await stopServer(server.child);
+  }
+}
+
+function range(xs) {
+  return [Math.min(...xs), Math.max(...xs)];
+}
+
+/**
+ * Run every variant for every round, rotating the order.
+ * @returns {Promise<object[]>} per variant: medians and ranges, or a slot/skip note
+ */
+async function measure(opts) {
+  const sink = dgram.createSocket('udp4');
+  sink.on('message', () => {}); // DogStatsD datagrams are read and dropped
+  await new Promise((resolve) => sink.bind(0, '127.0.0.1', resolve));
+  const traceAgent = require('net').createServer((s) => s.destroy());
+  await new Promise((resolve) => traceAgent.listen(0, '127.0.0.1', resolve));
+  try {
+    const list = variants({ dogstatsd: sink.address().port, traceAgent: traceAgent.address().port });
+    const active = list.filter((v) => !v.slot);
+    const runs = new Map(list.map((v) => [v.id, []]));
+    for (let round = 0; round < opts.rounds; round++) {
+      for (let i = 0; i < active.length; i++) {
+        const v = active[(i + round) % active.length];
+        runs.get(v.id).push({ round, ...(await measureVariant(v, opts)) });
+      }
+    }
+    const none = runs.get('none');
+    return list.map((v) => {
+      if (v.slot) return { id: v.id, label: v.label, slot: v.slot };
+      const r = runs.get(v.id);
+      const added = r.map((x) => x.cpuPerRequestUs - none.find((n) => n.round === x.round).cpuPerRequestUs);
+      const pick = (k) => r.map((x) => x[k]);
+      return {
+        id: v.id,
+        label: v.label,
+        cpuPerRequestUs: median(pick('cpuPerRequestUs')),
+        cpuPerRequestRange: range(pick('cpuPerRequestUs')),
+        addedCpuPerRequestUs: median(added),
+        addedRange: range(added),
+        idleCpuMsPerMinute: median(pick('idleCpuMsPerMinute')),
+        idleRange: range(pick('idleCpuMsPerMinute')),
+        rssMB: median(pick('rssMB')),
+        rssRange: range(pick('rssMB')),
+        startupMs: median(pick('startupMs')),
+        startupRange: range(pick('startupMs')),
+        requests: median(pick('requests')),
+      };
+    });
+  } finally {
+    sink.close();
+    traceAgent.close();
+  }
+}
+
+/** uvscope against each peer on every shared row: where it costs more, and by how much. */
+function compare(results) {
+  const uv = results.find((r) => r.id === 'uvscope');
+  const out = [];
+  if (!uv || uv.slot) return out;
+  const rows = [
+    ['added CPU per request (µs)', 'addedCpuPerRequestUs'],
+    ['idle CPU (ms per minute)', 'idleCpuMsPerMinute'],
+    ['RSS (MB)', 'rssMB'],
+    ['startup (ms)', 'startupMs'],
+  ];
+  for (const peer of results.filter((r) => ['prom-client', 'otel', 'dd-trace'].includes(r.id) && !r.slot)) {
+    for (const [label, key] of rows) {
+      const diff = uv[key] - peer[key];
+      out.push({ peer: peer.id, row: label, uvscope: uv[key], other: peer[key], moreBy: diff > 0 ? diff : 0 });
+    }
+  }
+  return out;
+}
+
+function hasTaskset() {
+  return spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  if (!hasTaskset()) throw new Error('bench/peers.js needs taskset (util-linux) and 2 CPUs to pin the server and the load generator apart');
+  const perVariantS = opts.seconds + opts.idle + 2.5;
+  const budgetMs = 2 * opts.rounds * 6 * perVariantS * 1000 + 60000;
+  const watchdog = setTimeout(() => {
+    console.error(`bench/peers.js: watchdog: over ${Math.round(budgetMs / 1000)} s, aborting`);
+    for (const c of children) {
+      try { process.kill(c.pid, 'SIGKILL'); } catch { /* gone */ }
+    }
+    process.exit(2);
+  }, budgetMs);
+  watchdog.unref();
+  const before = machine();
+  const results = await measure(opts);
+  const after = machine().load;
+  const verdicts = compare(results);
+  if (opts.json) {
+    console.log(JSON.stringify({ ...before, loadAfter: after, opts, results, verdicts }));
+    return;
+  }
+  console.log(`${before.date}, node ${before.node}, ${before.cpus} CPUs (${before.model}); load ${before.load} before, ${after} after`);
+  console.log(`${opts.rounds} rounds, variants rotated; ${opts.rate} req/s for ${opts.seconds} s (server on CPU ${SERVER_CPU}, load on CPU ${LOAD_CPU}); idle CPU measured over ${opts.idle} s and scaled to a minute`);
+  const f = (v, d = 1) => v.toFixed(d);
+  const rg = (r, d = 1) => `${f(r[0], d)}..${f(r[1], d)}`;
+  console.log(`${'variant'.padEnd(28)} ${'CPU/req µs'.padStart(16)} ${'added µs'.padStart(18)} ${'idle ms/min'.padStart(18)} ${'RSS MB'.padStart(18)} ${'startup ms'.padStart(20)}`);
+  for (const r of results) {
+    if (r.slot) {
+      console.log(`${r.label.padEnd(28)} ${r.slot}`);
+      continue;
+    }
+    console.log(`${r.label.padEnd(28)} ${`${f(r.cpuPerRequestUs)} (${rg(r.cpuPerRequestRange, 0)})`.padStart(16)} ${`${f(r.addedCpuPerRequestUs)} (${rg(r.addedRange)})`.padStart(18)} ${`${f(r.idleCpuMsPerMinute, 0)} (${rg(r.idleRange, 0)})`.padStart(18)} ${`${f(r.rssMB)} (${rg(r.rssRange, 0)})`.padStart(18)} ${`${f(r.startupMs, 0)} (${rg(r.startupRange, 0)})`.padStart(20)}`);
+  }
+  const misses = verdicts.filter((v) => v.moreBy > 0);
+  if (misses.length === 0) console.log('uvscope costs no more than any peer on every shared row (medians).');
+  for (const v of misses) console.log(`uvscope costs more than ${v.peer} on ${v.row}: ${f(v.uvscope, 2)} vs ${f(v.other, 2)} (+${f(v.moreBy, 2)})`);
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    console.error(err);
+    for (const c of children) {
+      try { process.kill(c.pid, 'SIGKILL'); } catch { /* gone */ }
+    }
+    process.exit(1);
+  });
+}
+
+module.exports = { measure, compare };

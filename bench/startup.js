@@ -1,0 +1,136 @@
+'use strict';
+
+// What preloading the agent adds to a process that does nothing: `node -r uvscope/register -e 0`
+// against `node -e 0`, alternated in one run.
+//
+//   node bench/startup.js [--runs 40] [--exporters prometheus] [--control] [--json]
+//
+// --control adds a third variant, an empty preload file (bench/fixtures/empty-preload.js): what
+// loading any preload costs this Node, which the agent cannot go below.
+// Each run spawns a fresh node. Wall time is measured here around the child (spawn to exit, the
+// same overhead on both sides); CPU time (user + system) and peak RSS (maxRSS) are read inside the
+// child by a second preload, bench/fixtures/exit-usage.js, that prints process.resourceUsage() on
+// exit: it is loaded in both variants, after the agent, so it adds the same to each. The order
+// flips every run (without, with / with, without, ...). Printed: the median of each variant, the
+// median of the per-pair differences and their interquartile range (the spread between runs).
+// Bounded: runs x 2 children of ~0.1 s each (~10 s at the defaults); a watchdog ends it at 120 s.
+
+const path = require('path');
+const { spawnSync } = require('child_process');
+const { median, quantile, machine } = require('./fixtures/stats');
+
+const REPO = path.resolve(__dirname, '..');
+const REGISTER = path.join(REPO, 'register.js');
+const EXIT_USAGE = path.join(__dirname, 'fixtures', 'exit-usage.js');
+const EMPTY = path.join(__dirname, 'fixtures', 'empty-preload.js');
+
+function parseArgs(argv) {
+  const opts = { runs: 40, exporters: 'prometheus', json: false, control: false };
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--json') { opts.json = true; continue; }
+    if (argv[i] === '--control') { opts.control = true; continue; }
+    if (argv[i] === '--help' || argv[i] === '-h') {
+      console.log('usage: node bench/startup.js [--runs 40] [--exporters prometheus] [--control] [--json]');
+      process.exit(0);
+    }
+    const m = /^--(runs|exporters)(?:=(.*))?$/.exec(argv[i]);
+    if (!m) throw new Error(`unknown argument ${argv[i]} (try --help)`);
+    const raw = m[2] !== undefined ? m[2] : argv[++i];
+    if (m[1] === 'runs') {
+      const n = Number(raw);
+      if (!Number.isInteger(n) || n < 2) throw new Error(`--runs needs an integer >= 2, got ${raw}`);
+      opts.runs = n;
+    } else {
+      opts.exporters = raw;
+    }
+  }
+  return opts;
+}
+
+function cleanEnv() {
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS;
+  for (const k of Object.keys(env)) if (k.startsWith('UVSCOPE_')) delete env[k];
+  return env;
+}
+
+/**
+ * One child: wall ms (measured here), CPU ms and maxRSS KB (from the child).
+ * @param {string[]} preloads
+ * @param {NodeJS.ProcessEnv} env
+ */
+function runOnce(preloads, env) {
+  const args = [];
+  for (const p of preloads) args.push('--require', p);
+  args.push('--require', EXIT_USAGE, '-e', '0');
+  const t0 = process.hrtime.bigint();
+  const r = spawnSync(process.execPath, args, { env, encoding: 'utf8', timeout: 30000 });
+  const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  if (r.status !== 0) throw new Error(`child failed (status ${r.status}): ${r.stderr}`);
+  const usage = JSON.parse(r.stdout.trim().split('\n').pop());
+  return { wallMs, cpuMs: usage.cpuMs, rssKB: usage.maxRSS };
+}
+
+/**
+ * Alternated runs without and with the agent.
+ * @param {{ runs: number, exporters: string }} opts
+ * @returns {object} medians and spreads
+ */
+function measure(opts) {
+  const env = cleanEnv();
+  const withEnv = { ...env, UVSCOPE_EXPORTERS: opts.exporters, UVSCOPE_PROMETHEUS_PORT: '0' };
+  runOnce([], env); // warm the file cache
+  runOnce([REGISTER], withEnv);
+  const without = [];
+  const withAgent = [];
+  const control = [];
+  const runs = [() => without.push(runOnce([], env)), () => withAgent.push(runOnce([REGISTER], withEnv))];
+  if (opts.control) runs.push(() => control.push(runOnce([EMPTY], env)));
+  for (let i = 0; i < opts.runs; i++) {
+    const order = i % 2 === 0 ? runs : [...runs].reverse();
+    for (const run of order) run();
+  }
+  const out = {};
+  for (const key of ['wallMs', 'cpuMs', 'rssKB']) {
+    const diffs = without.map((w, i) => withAgent[i][key] - w[key]);
+    out[key] = {
+      without: median(without.map((r) => r[key])),
+      with: median(withAgent.map((r) => r[key])),
+      added: median(diffs),
+      q1: quantile(diffs, 0.25),
+      q3: quantile(diffs, 0.75),
+    };
+    if (opts.control) out[key].emptyPreloadAdded = median(without.map((w, i) => control[i][key] - w[key]));
+  }
+  return out;
+}
+
+function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const watchdog = setTimeout(() => {
+    console.error('bench/startup.js: watchdog: over 120 s, aborting');
+    process.exit(2);
+  }, 120000);
+  watchdog.unref();
+  const m = machine();
+  const r = measure(opts);
+  if (opts.json) {
+    console.log(JSON.stringify({ ...m, exporters: opts.exporters, runs: opts.runs, ...r }));
+    return;
+  }
+  console.log(`node ${m.node}, ${m.cpus} CPUs, load ${m.load} before the run; ${opts.runs} alternated pairs, UVSCOPE_EXPORTERS=${opts.exporters}`);
+  console.log('                 without      with     added (median of pairs)  IQR of added');
+  const row = (label, x, unit, f = (v) => v.toFixed(1)) => console.log(
+    `${label.padEnd(14)} ${f(x.without).padStart(9)} ${f(x.with).padStart(9)} ${(f(x.added) + ' ' + unit).padStart(14)}            ${f(x.q1)}..${f(x.q3)}`);
+  row('wall', r.wallMs, 'ms');
+  row('cpu (u+s)', r.cpuMs, 'ms');
+  row('max RSS', r.rssKB, 'MB', (v) => (v / 1024).toFixed(1));
+  if (opts.control) {
+    console.log(`an empty preload file adds (median of pairs): wall ${r.wallMs.emptyPreloadAdded.toFixed(1)} ms, cpu ${r.cpuMs.emptyPreloadAdded.toFixed(1)} ms, max RSS ${(r.rssKB.emptyPreloadAdded / 1024).toFixed(1)} MB`);
+  }
+  console.log(`load after the run: ${machine().load}`);
+}
+
+if (require.main === module) main();
+
+module.exports = { measure, runOnce };
