@@ -85,7 +85,7 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
       callers.forEach((c, name) => {
         if (c.time < window[0].time) callers.delete(name);
       });
-      return [
+      const found = [
         threadpoolSaturated(window, lim),
         threadpoolDnsSaturated(window, lim),
         dnsResolverTimeout(window, sample.details.resolver),
