@@ -5,6 +5,9 @@ const { warnOnce, countError, reportError } = require('../../lib/report');
 const { injectFault } = require('../../lib/faults');
 const { WARNINGS } = require('../../lib/warnings');
 
+// prom-client's Registry.PROMETHEUS_CONTENT_TYPE: the text format 0.0.4.
+const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
 const UNIT_SUFFIX = Object.freeze({ s: 'seconds', By: 'bytes' });
 
 /**
@@ -170,30 +173,41 @@ function pushHistogram(out, name, labels, h) {
  * @returns {{ name: string, registry: object, server: import('http').Server|null, ready: Promise<{host: string, port: number}|null>, close(): Promise<void> }}
  */
 function createExporter(context) {
-  const { Registry } = require('prom-client');
   const { registry: given } = context.options.prometheus;
-  const registry = given || new Registry();
   const registered = [];
-  for (const def of CATALOG) {
-    const m = new SnapshotMetric(def, context.latest);
-    try {
-      registry.registerMetric(m);
-      registered.push(m);
-    } catch (err) {
-      countError('exporter:prometheus');
-      warnOnce(WARNINGS.METRIC_CONFLICT, `uvscope: the registry already has a metric named ${m.name}; uvscope's is left out (${err.message})`, m.name);
+  const registerInto = (registry) => {
+    for (const def of CATALOG) {
+      const m = new SnapshotMetric(def, context.latest);
+      try {
+        registry.registerMetric(m);
+        registered.push(m);
+      } catch (err) {
+        countError('exporter:prometheus');
+        warnOnce(WARNINGS.METRIC_CONFLICT, `uvscope: the registry already has a metric named ${m.name}; uvscope's is left out (${err.message})`, m.name);
+      }
     }
-  }
+    return registry;
+  };
+  let registry = given ? registerInto(given) : null;
 
   const endpoint = given ? null : context.server;
-  if (endpoint) endpoint.route('/metrics', (req, res) => serveMetrics(endpoint, context.latest, registry.contentType, req, res), 'metrics');
+  if (endpoint) endpoint.route('/metrics', (req, res) => serveMetrics(endpoint, context.latest, CONTENT_TYPE, req, res), 'metrics');
 
   return {
     name: 'prometheus',
-    registry,
+    /**
+     * The app's registry, or a prom-client registry of uvscope's own made on first use: the
+     * endpoint writes the exposition itself, so prom-client (about 50 ms to load, on the app's
+     * first tick) is loaded only for the app's registry or when someone asks for this one.
+     */
+    get registry() {
+      if (!registry) registry = registerInto(new (require('prom-client').Registry)());
+      return registry;
+    },
     server: endpoint ? endpoint.server : null,
     ready: endpoint ? endpoint.ready : Promise.resolve(null),
     async close() {
+      if (!registry) return;
       for (const m of registered) {
         if (registry.getSingleMetric(m.name) === m) registry.removeSingleMetric(m.name);
       }

@@ -115,7 +115,14 @@ function createThreadpoolSampler(options = {}) {
       // Arming takes effect from the next interval: this one's figures stay what was seen.
       const poolFull = busy.available && busy.computing + (busy.runnable || 0) >= size - 0.25;
       tracer.consider({ waitSeconds, poolFull });
-      if (!closed) for (const probe of Object.values(probes)) if (probe) tracer.untraced(() => probe.launch());
+      // Launched once the whole sample is done: an exporter that loads its library at the first
+      // sample (the standalone OTLP SDK: 100s of ms on a busy machine) must not be taken for a
+      // wait of the pool.
+      if (!closed) {
+        setImmediate(() => {
+          if (!closed) for (const probe of Object.values(probes)) if (probe) tracer.untraced(() => probe.launch());
+        });
+      }
       return out;
     },
     /** @returns {object|null} snapshot.details.threadpool (see /work/brief/CONTRACTS.md) */

@@ -38,6 +38,21 @@ function firstLine(child) {
   });
 }
 
+/** Resolves once the agent's endpoint answers (it starts on the app's first timer tick). */
+async function endpointUp(port, timeoutMs = 10000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/snapshot.json`);
+      await res.arrayBuffer();
+      if (res.ok) return;
+    } catch (err) {
+      if (Date.now() > until) throw new Error(`the agent's endpoint on port ${port} did not come up: ${err.message}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 const text = (page, selector) => page.locator(selector).first().innerText();
 const number = async (page, selector) => Number((await text(page, selector)).replace(/[^0-9.]/g, ''));
 
@@ -81,6 +96,7 @@ describe('the page (lib/page) in a real browser', function () {
         stdio: ['ignore', 'pipe', 'inherit'],
       });
       await firstLine(app);
+      await endpointUp(port);
       // 2,000 lookups a second against 2 DNS slots answering in 50 ms (40 a second): the
       // backlog grows by about 1,960 a second.
       await new Promise((r) => setTimeout(r, 2500));
@@ -150,6 +166,7 @@ describe('the page (lib/page) in a real browser', function () {
       try {
         dns.setName('*.many.page.test', { a: '127.0.0.1' });
         assert.equal(await firstLine(lookups), 'done');
+        await endpointUp(many);
         const { page, errors, blocked } = await browser.open();
         await page.goto(`http://127.0.0.1:${many}/`);
         await page.locator('#dns-more', { hasText: 'more hosts' }).waitFor();
@@ -174,6 +191,7 @@ describe('the page (lib/page) in a real browser', function () {
           stdio: ['ignore', 'pipe', 'inherit'],
         });
         await firstLine(child);
+        await endpointUp(port);
         return child;
       };
       let app = await start();
