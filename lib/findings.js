@@ -11,7 +11,7 @@ const LIMITS = Object.freeze({
   dnsWaitS: 0.02, // probe waited this long for a DNS slot: lookups are queueing
   dnsSaturatedIntervals: 2, // ...in at least this many intervals of the window
   poolWaitS: 0.05, // the work probe waited this long for any thread: the pool is held
-  poolSaturatedIntervals: 3, // ...in at least this many intervals of the window
+  poolSaturatedIntervals: 3, // ...in at least this many consecutive intervals
   // dns-no-cache: one name looked up again and again, for long enough, at a cost: a pool warming up
   // (a burst of lookups, then none) or a cron job's short bursts are not it.
   noCacheMinLookups: 20, // lookups of one name in the window

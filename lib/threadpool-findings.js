@@ -93,7 +93,7 @@ function summarizePool(sample, previous, seconds) {
     pending: {
       dns: Math.max(0, (pending('dns') || 0) - probeIn('dns')),
       fs: pending('fs') || 0,
-      crypto: Math.max(0, (pending('crypto') || 0) - (tracer && tracer.armed ? probeIn('work') : 0)),
+      crypto: pending('crypto') || 0, // the tracer does not count the agent's own probes
       zlib: pending('zlib') || 0,
       other: pending('other') || 0,
     },
@@ -133,7 +133,7 @@ function poolHeld(s, lim) {
 }
 
 /**
- * threadpool-saturated: no thread was free for a job, in enough intervals of the window, and DNS
+ * threadpool-saturated: no thread was free for a job, in enough consecutive intervals, and DNS
  * (which can hold only its slots) is not what held the pool. Names the holder: with the tracer
  * armed, the job kind and type with the most pool time, its call sites and routes; without it,
  * fs when the fs work Node lists can fill the threads, and otherwise the work Node does not list.
@@ -141,8 +141,11 @@ function poolHeld(s, lim) {
  * @param {{ poolWaitS: number, poolSaturatedIntervals: number }} lim
  */
 function threadpoolSaturated(window, lim) {
-  const hot = window.filter((s) => s.pool && poolHeld(s, lim));
-  if (hot.length < lim.poolSaturatedIntervals) return null;
+  const held = window.map((s) => Boolean(s.pool) && poolHeld(s, lim));
+  // A held pool holds for a while: a run of consecutive intervals. A host short of CPU (other
+  // processes, a CPU quota) delays the probe's thread now and then, in single intervals.
+  if (longestRun(held) < lim.poolSaturatedIntervals) return null;
+  const hot = window.filter((s, i) => held[i]);
   const last = window[window.length - 1];
   const size = last.pool.size;
   const slots = last.pool.slots;
@@ -163,8 +166,8 @@ function threadpoolSaturated(window, lim) {
   const fsFills = most((s) => s.pool.pending.fs >= size);
   const knownCannotFill = most((s) => Math.min(s.pool.pending.dns, slots) + s.pool.pending.fs < size);
   const busy = busyThreads(hot);
-  // Threads computing on CPU most of the time are not waiting on a disk or a socket.
-  const computing = busy && busy.available && busy.computing >= 0.75 * size;
+  // Threads on a CPU or ready for one most of the time are not waiting on a disk or a socket.
+  const computing = busy && busy.available && busy.computing + (busy.runnable || 0) >= 0.75 * size;
   const holder = jobs.holder;
   let kind;
   let what;
@@ -190,8 +193,8 @@ function threadpoolSaturated(window, lim) {
   else if (kind !== 'fs' && peakFs > 0) behind.push(`up to ${peakFs} fs requests were pending`);
 
   const summary = holder
-    ? `The threadpool is held by ${what}: ${holder.peakPending > 0 ? `up to ${holder.peakPending} jobs in flight for ${size} threads, ` : ''}${pct(holder.share)} of the pool's job time${holder.routes[0] ? `, submitted while serving ${holder.routes[0].method} ${holder.routes[0].route}` : ''}. A job waited up to ${ms(maxPoolWait)} for a thread; ${behind.join('; ') || 'other work waited behind it'}. Not DNS: lookups can hold at most ${slots} of the ${size} threads.`
-    : `The threadpool is held by ${what}: a job waited up to ${ms(maxPoolWait)} for any of the ${size} threads in ${hot.length} of ${window.length} intervals${kind === 'unlisted' && !computing ? `, while the work Node lists (at most ${Math.min(peakDns, slots)} lookups running, ${peakFs} fs requests) could not fill them` : ''}${busy && busy.available ? `; ${round(busy.computing)} of ${size} pool threads were computing on CPU` : ''}. ${behind.length ? `Behind it, ${behind.join('; ')}. ` : ''}Not DNS: lookups can hold at most ${slots} of the ${size} threads.`;
+    ? `The threadpool is held by ${what}: ${inFlight(holder.peakPending, size)}${pct(holder.share)} of the time non-DNS jobs spent on the pool (submission to callback)${holder.routes[0] ? `, submitted while serving ${holder.routes[0].method} ${holder.routes[0].route}` : ''}. A job waited up to ${ms(maxPoolWait)} for a thread; ${behind.join('; ') || 'other work waited behind it'}. Not DNS: lookups can hold at most ${slots} of the ${size} threads.`
+    : `The threadpool is held by ${what}: a job waited up to ${ms(maxPoolWait)} for any of the ${size} threads in ${hot.length} of ${window.length} intervals${kind === 'unlisted' && !computing ? `, while the work Node lists (at most ${Math.min(peakDns, slots)} lookups running, ${peakFs} fs requests) could not fill them` : ''}${busy && busy.available ? `; ${round(busy.computing + (busy.runnable || 0))} of ${size} pool threads were on a CPU or waiting for one` : ''}. ${behind.length ? `Behind it, ${behind.join('; ')}. ` : ''}Not DNS: lookups can hold at most ${slots} of the ${size} threads.`;
 
   return {
     id: 'threadpool-saturated',
@@ -225,11 +228,19 @@ function threadpoolSaturated(window, lim) {
         fs: { peakPending: peakFs, completed: fsJobs ? fsJobs.completed : null, meanSeconds: fsJobs && fsJobs.completed > 0 ? fsJobs.seconds / fsJobs.completed : null },
       },
     },
-    advice: advice({ holder, kind, size, slots, cores, window, peakDns, peakFs, jobs }),
+    advice: advice({ holder, kind, size, cores, window, peakFs }),
+    impact: impactOf(window, fsJobs),
   };
 }
 
-function advice({ holder, kind, size, slots, cores, window, peakDns, peakFs, jobs }) {
+// The tracer knows only the jobs submitted since it armed: a peak below the pool size is a floor.
+function inFlight(peak, size) {
+  if (peak >= size) return `up to ${peak} jobs in flight for ${size} threads, `;
+  if (peak > 0) return `at least ${peak} jobs in flight at once (the tracer does not count jobs submitted before it armed), `;
+  return '';
+}
+
+function advice({ holder, kind, size, cores, window, peakFs }) {
   const out = [];
   if (holder && holder.kind !== 'fs') {
     const name = typeName(holder.type);
@@ -246,15 +257,14 @@ function advice({ holder, kind, size, slots, cores, window, peakDns, peakFs, job
     if (kind === 'undetermined') out.push(`If the ${peakFs} pending fs requests are slow (a network file system, a busy disk), limit how many run at once (a queue such as p-limit).`);
     out.push(`Move CPU-heavy work to worker_threads (sized to the ${cores} CPU cores) or lower its cost (pbkdf2 iterations, scrypt N, compression level), so lookups and fs calls keep their threads.`);
   }
-  // The pool that would give every job in flight at the peak its own thread.
-  const peakTotal = Math.max(...window.map((s) => {
-    const p = s.pool.pending;
-    return p.dns + p.fs + p.crypto + p.zlib + p.other;
-  }));
-  const suggested = Math.min(1024, Math.max(size + 1, peakTotal, 2 * peakDns - 1));
-  if (holder || kind === 'fs') {
-    const parts = jobs.tracer && jobs.tracer.armed !== undefined ? [...jobs.byKind.values()].map((k) => `${k.peakPending} ${k.kind}`).join(' + ') : `${peakDns} dns + ${peakFs} fs`;
-    out.push(`A larger pool only helps the work waiting behind it: UV_THREADPOOL_SIZE=${suggested} would have given each job in flight at the peak (${parts}) a thread, and (size+1)/2 = ${Math.floor((suggested + 1) / 2)} DNS slots. CPU-bound jobs on more threads than the ${cores} cores share the CPU, so each takes longer.`);
+  // The pool that gives the holder's peak concurrency its own threads and leaves today's pool to
+  // the rest. Not the peak of everything pending: lookups and fs calls pile up because they
+  // starve, and would not be in flight at once with threads free.
+  const holderPeak = holder ? holder.peakPending : kind === 'fs' ? peakFs : 0;
+  if (holderPeak >= size) {
+    const name = holder ? typeName(holder.type) : 'fs';
+    const suggested = Math.min(1024, holderPeak + size);
+    out.push(`A larger pool only helps the work waiting behind it: UV_THREADPOOL_SIZE=${suggested} would give each of the ${holderPeak} ${name} jobs in flight at the peak a thread and leave today's ${size} to lookups and fs calls. ${holder && holder.kind !== 'fs' ? `CPU-bound jobs on more threads than the ${cores} CPU cores only share the CPU, so each ${name} takes longer.` : 'It does not make the fs calls themselves faster.'}`);
   } else {
     out.push(`A larger pool (UV_THREADPOOL_SIZE above ${size}) lets lookups and fs calls find a thread while the unlisted work runs, if that work does not grow to fill it; CPU-bound work on more threads than the ${cores} cores only shares the CPU.`);
   }
@@ -270,6 +280,27 @@ function advice({ holder, kind, size, slots, cores, window, peakDns, peakFs, job
  */
 function dnsSlotsAreTheLimit(s, lim) {
   return !poolHeld(s, lim);
+}
+
+// What the held pool cost in the window: the time the app's lookups spent in flight (waiting for
+// a thread, almost all of it, behind a held pool) and the fs calls' time from submission to
+// callback where the tracer measured it. Host figures are merged across intervals in the window
+// (lib/findings.js), so this is over the whole window, not only the held intervals.
+function impactOf(window, fsJobs) {
+  let seconds = 0;
+  let requests = 0;
+  for (const s of window) {
+    for (const h of s.hosts || []) {
+      seconds += h.seconds || 0;
+      requests += h.lookups || 0;
+    }
+  }
+  if (fsJobs) {
+    seconds += fsJobs.seconds;
+    requests += fsJobs.completed;
+  }
+  const perSecond = seconds / windowSeconds(window, () => true);
+  return { secondsPerSecond: perSecond, requests, score: perSecond };
 }
 
 // Tracer jobs summed over the intervals it was armed: seconds and completions add up, the
@@ -307,7 +338,9 @@ function tracedJobs(window) {
     callers: [...j.callers].map(([caller, count]) => ({ caller, count })).sort((a, b) => b.count - a.count),
     routes: [...j.routes.values()].sort((a, b) => b.count - a.count),
   }));
-  const total = all.reduce((a, j) => a + j.seconds, 0);
+  // The holder's share of the time non-DNS jobs spent on the pool: lookups hold at most the DNS
+  // slots, and behind a held pool their time is waiting, not holding.
+  const total = all.filter((j) => j.kind !== 'dns').reduce((a, j) => a + j.seconds, 0);
   const byKind = new Map();
   for (const j of all) {
     const k = byKind.get(j.kind) || { kind: j.kind, seconds: 0, completed: 0, peakPending: 0 };
@@ -323,12 +356,30 @@ function tracedJobs(window) {
   return { holder, byKind, tracer };
 }
 
+function longestRun(flags) {
+  let best = 0;
+  let run = 0;
+  for (const f of flags) {
+    run = f ? run + 1 : 0;
+    best = Math.max(best, run);
+  }
+  return best;
+}
+
+// Mean pool threads on a CPU (computing) and ready for one (runnable) over the hot intervals.
 function busyThreads(hot) {
   const readings = hot.map((s) => s.pool.busy).filter(Boolean);
   if (readings.length === 0) return null;
   const available = readings.filter((b) => b.available);
   if (available.length === 0) return { available: false, reason: readings[readings.length - 1].reason };
-  return { available: true, threads: available[available.length - 1].threads, computing: round(available.reduce((a, b) => a + b.computing, 0) / available.length, 2) };
+  const mean = (pick) => round(available.reduce((a, b) => a + (pick(b) || 0), 0) / available.length, 2);
+  const withRunnable = available.filter((b) => typeof b.runnable === 'number');
+  return {
+    available: true,
+    threads: available[available.length - 1].threads,
+    computing: mean((b) => b.computing),
+    runnable: withRunnable.length ? mean((b) => b.runnable) : null,
+  };
 }
 
 // Lookups started in the window and the longest one that completed (call to callback).

@@ -188,4 +188,67 @@ describe('examples/prometheus/alerts.yml', function () {
       assert.deepEqual(last.filter((a) => a.state === 'firing').map((a) => a.labels.alertname), ['UvscopeDnsLookupBacklog']);
     });
   });
+
+  describe('in a real Prometheus, against an app whose pool is held by pbkdf2 (the crypto state)', function () {
+    let app;
+    let prom;
+    let tmp;
+
+    before(function () {
+      requirePrometheus(this);
+    });
+
+    after(async () => {
+      if (prom) await prom.close();
+      if (app && app.exitCode === null && app.signalCode === null) {
+        const exited = new Promise((resolve) => app.once('exit', resolve));
+        process.kill(app.pid, 'SIGKILL');
+        await exited;
+      }
+      if (tmp) await fsp.rm(tmp, { recursive: true, force: true });
+    });
+
+    it('UvscopeThreadpoolSaturated fires with the probe\'s mean wait, and no DNS rule does', async function () {
+      this.timeout(60000);
+      const started = Date.now();
+      const port = await freePort();
+      // 8 keep-alive clients hashing with pbkdf2 (~65 ms each) on the default pool of 4, for
+      // longer than the test lasts (the test kills it).
+      app = require('node:child_process').spawn(process.execPath, ['--require', REGISTER, path.join(FIXTURES, 'threadpool-app.js')], {
+        env: cleanEnv({ UVSCOPE_PROMETHEUS_PORT: String(port), UVSCOPE_INTERVAL_MS: '250', FIXTURE_SCENARIO: 'pbkdf2', FIXTURE_SECONDS: '55' }),
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let stderr = '';
+      app.stderr.on('data', (d) => (stderr += d));
+
+      tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'uvscope-alerts-'));
+      const copy = path.join(tmp, 'alerts.yml');
+      await fsp.writeFile(copy, withFor(await fsp.readFile(RULES, 'utf8'), 'UvscopeThreadpoolSaturated', '2s'));
+      prom = await startPrometheus({ targets: [`127.0.0.1:${port}`], ruleFiles: [copy], scrapeIntervalMs: 1000, evaluationIntervalMs: 1000 });
+
+      let alert;
+      let last = [];
+      while (!alert) {
+        last = await prom.alerts();
+        alert = last.find((a) => a.labels.alertname === 'UvscopeThreadpoolSaturated' && a.state === 'firing');
+        if (!alert) {
+          assert.ok(Date.now() - started < 45000, `UvscopeThreadpoolSaturated not firing after 45 s; alerts: ${JSON.stringify(last)}\n${stderr}\n${prom.logs().slice(-2000)}`);
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      }
+      assert.deepEqual(alert.labels, { alertname: 'UvscopeThreadpoolSaturated', severity: 'warning', job: 'uvscope', instance: `127.0.0.1:${port}` });
+      // Ground truth from the app's own endpoint: the work probe's mean wait, as Prometheus reads it.
+      const samples = parsePrometheus((await scrape(port)).text);
+      const sum = sampleValue(samples, 'nodejs_uv_threadpool_queue_wait_seconds_sum', { queue: 'work' });
+      const count = sampleValue(samples, 'nodejs_uv_threadpool_queue_wait_seconds_count', { queue: 'work' });
+      assert.ok(count > 0 && sum / count > 0.05, `the app's work probe: ${sum} s over ${count} probes`);
+      const value = Number(alert.value);
+      assert.ok(value > 0.05 && value < 10, `alert value ${alert.value}`);
+      assert.match(alert.annotations.summary, new RegExp(`^uvscope 127\\.0\\.0\\.1:${port}: threadpool jobs wait \\d+(\\.\\d+)?m?s for a free thread$`));
+      assert.match(alert.annotations.description, /of the 4 threadpool threads: the pool is held/);
+      // The lookups wait behind the hashes, but no DNS rule fires (they have their real for: of
+      // minutes, and the backlog rule needs 1000 lookups).
+      assert.deepEqual(last.filter((a) => a.state === 'firing').map((a) => a.labels.alertname), ['UvscopeThreadpoolSaturated']);
+    });
+  });
 });

@@ -130,9 +130,18 @@ describe('examples/grafana/uvscope.json', function () {
       'nodejs_uv_threadpool_queue_wait_seconds', 'uvscope_probe_in_flight', 'nodejs_eventloop_delay_seconds',
       'nodejs_eventloop_delay_p99_seconds', 'nodejs_eventloop_utilization', 'dns_lookup_duration_seconds', 'uvscope_errors_total',
       'nodejs_net_connect_duration_seconds', 'nodejs_http_client_requests_total', 'v8js_memory_heap_limit_bytes',
-      'nodejs_memory_constrained_bytes', 'v8js_gc_duration_seconds'];
+      'nodejs_memory_constrained_bytes', 'v8js_gc_duration_seconds', 'nodejs_uv_threadpool_job_duration_seconds',
+      'nodejs_uv_threadpool_busy', 'uvscope_tracer_armed'];
     const shown = new Set([...used].map(families));
     for (const w of wanted) assert.ok(shown.has(w), `no panel shows ${w}`);
+  });
+
+  it('shows the pool held by work other than DNS: the work probe, pending by kind against the pool size, jobs by kind and type', () => {
+    const exprs = allPanels(dashboard).flatMap((p) => (p.targets || []).map((t) => t.expr));
+    assert.ok(exprs.some((e) => /nodejs_uv_threadpool_queue_wait_seconds_sum\{[^}]*\}\[\$__rate_interval\]\)\) \/ \(sum by \(instance, queue\)/.test(e)), 'a mean probe wait by queue');
+    assert.ok(exprs.some((e) => /^sum by \(instance, kind\) \(nodejs_uv_threadpool_pending\{/.test(e)), 'pending by kind');
+    assert.ok(exprs.some((e) => /by \(instance, kind, type\) \(rate\(nodejs_uv_threadpool_job_duration_seconds_sum/.test(e)), 'job time by kind and type');
+    assert.ok(exprs.some((e) => /by \(instance, kind, type, le\) \(rate\(nodejs_uv_threadpool_job_duration_seconds_bucket/.test(e)), 'job p99 by kind and type');
   });
 
   it('metricNames() finds the selected series and nothing else', () => {

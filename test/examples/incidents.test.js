@@ -76,14 +76,21 @@ describe('the incident lab (examples/incidents)', function () {
     assert.ok(r.pool.profileMeanSeconds > 10 * r.worker.profileMeanSeconds, `profile ${r.pool.profileMeanSeconds} vs ${r.worker.profileMeanSeconds}`);
     assert.ok(!r.worker.findings.includes('threadpool-saturated'), r.worker.findings.join());
     assert.ok(!r.worker.findings.includes('threadpool-dns-saturated'), r.worker.findings.join());
-    // Once the tracer has armed (UVSCOPE_TRACER=auto), the finding names pbkdf2 and the route.
-    const tracer = r.pool.snapshot.details.threadpool && r.pool.snapshot.details.threadpool.tracer;
-    if (tracer && tracer.armings > 0) {
-      assert.equal(pool.evidence.holder.type, 'PBKDF2REQUEST');
-      assert.equal(pool.evidence.holder.name, 'pbkdf2');
-      assert.deepEqual(pool.evidence.holder.routes[0] && { method: pool.evidence.holder.routes[0].method, route: pool.evidence.holder.routes[0].route }, { method: 'POST', route: '/login' });
-      assert.match(pool.evidence.holder.callers[0].caller, /login-app\.js:\d+$/);
-      assert.match(pool.summary, /held by crypto \(pbkdf2\)/);
-    }
+    // The tracer (UVSCOPE_TRACER=auto) armed on the wait and named pbkdf2, its call site and route.
+    assert.ok(r.pool.tracerArmings >= 1, 'the tracer armed');
+    assert.equal(r.worker.tracerArmings, 0, 'and not with the hashing in workers');
+    const holder = pool.evidence.holder;
+    assert.equal(holder.type, 'PBKDF2REQUEST');
+    assert.equal(holder.name, 'pbkdf2');
+    // The app hashes in the request body's 'end' callback. On Node 24+ the tracer's route rides on
+    // AsyncLocalStorage's frame, which a socket-driven 'end' event does not carry (yet): there a
+    // route, when named, must be the right one.
+    const routes = holder.routes.map((x) => [x.method, x.route]);
+    if (Number(process.versions.node.split('.')[0]) < 24 || routes.length > 0) assert.deepEqual(routes, [['POST', '/login']]);
+    const line = require('fs').readFileSync(require('path').join(__dirname, '../../examples/incidents/apps/login-app.js'), 'utf8').split('\n').findIndex((l) => l.includes('crypto.pbkdf2(')) + 1;
+    assert.equal(holder.callers[0].caller, `examples/incidents/apps/login-app.js:${line}`);
+    // In auto mode the tracer counts the jobs submitted since it armed: up to the 16 clients' hashes.
+    assert.ok(holder.peakPending >= 1 && holder.peakPending <= 16, `peak ${holder.peakPending} of the 16 clients' hashes`);
+    assert.match(pool.summary, /^The threadpool is held by crypto \(pbkdf2\)/);
   });
 });

@@ -45,6 +45,8 @@ describe('examples/datadog: monitors and dashboard in the Datadog API formats, o
     for (const name of ['nodejs.uv.requests.active', 'nodejs.uv.threadpool.queue_wait.sum', 'dns.lookup.duration', 'nodejs.eventloop.delay.p99']) {
       assert.ok(covered.has(name), `no monitor on ${name}`);
     }
+    // The pool held by work other than DNS (the crypto incident): the work probe's wait, not DNS.
+    assert.ok(monitors.some((m) => /queue_wait\.sum\{queue:work\}/.test(m.query) && /queue_wait\.count\{queue:work\}/.test(m.query)), 'no monitor on the work probe\'s wait');
   });
 
   it('dashboard.json: a POST /api/v1/dashboard body with template variables used in every query', () => {
