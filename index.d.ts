@@ -96,12 +96,25 @@ export interface DatadogOptions {
   client?: import('hot-shots').StatsD;
 }
 
+/** What a finding's cause cost in the findings window. */
+export interface FindingImpact {
+  /** Seconds callers lost per second of the window. */
+  readonly secondsPerSecond?: number;
+  /** Lookups or requests affected. */
+  readonly requests?: number;
+  /** Seconds the event loop was blocked (a lower bound). */
+  readonly loopBlockedSeconds?: number;
+  /** Seconds lost per second; severity follows from it and findings are sorted by it. */
+  readonly score: number;
+}
+
 export interface Finding {
   readonly id: string;
   readonly severity: 'info' | 'warning' | 'critical';
   readonly summary: string;
   readonly evidence: Readonly<Record<string, unknown>>;
   readonly advice: readonly string[];
+  readonly impact: FindingImpact;
 }
 
 export interface HistogramData {

@@ -16,8 +16,10 @@ const published = Object.freeze({
   dnsLookupStart: diagnosticsChannel.channel('uvscope:dns.lookup:start'),
   /**
    * An app dns.lookup called back.
-   * `{ hostname: string, name: string, errorType: string, seconds: number }`: name is the bounded
-   * label (or _other), errorType the error code ('' on success), seconds from call to callback.
+   * `{ hostname: string, name: string, errorType: string, seconds: number,
+   * queueWaitSeconds: number }`: name is the bounded label (or _other), errorType the error code
+   * ('' on success), seconds from call to callback, queueWaitSeconds the part of it spent waiting
+   * for a DNS slot (estimated, see lib/samplers/dns.js).
    */
   dnsLookupEnd: diagnosticsChannel.channel('uvscope:dns.lookup:end'),
   /**
@@ -42,10 +44,11 @@ const subscribed = Object.freeze({
    * (Node 18.7+); the threadpool tracer labels work submitted while serving it with its route.
    */
   httpServerRequestStart: 'http.server.request.start',
-  /** undici (fetch): `{ request }` with request.origin, when a request is created. */
-  undiciRequestCreate: 'undici:request:create',
-  /** undici (fetch): `{ connectParams, connector, socket }` when a new connection is made. */
-  undiciClientConnected: 'undici:client:connected',
+  /**
+   * undici (fetch and the undici package): `{ request, headers, socket }` when a request is
+   * written to a connection; request.origin names the host.
+   */
+  undiciClientSendHeaders: 'undici:client:sendHeaders',
   /**
    * dd-trace's dns instrumentation: `ctx` with ctx.args = [hostname, options?] and, once its dns
    * plugin bound the store, ctx.currentStore.span (dd-trace-js

@@ -3,7 +3,7 @@
 const { searchExpanded } = require('./resolver');
 const { dnsSlots } = require('./libuv');
 const { findPoint } = require('./snapshot');
-const { summarizePool, dnsSlotsAreTheLimit, threadpoolSaturated } = require('./threadpool-findings');
+const { summarizePool, dnsSlotsAreTheLimit, threadpoolSaturated, poolHeld } = require('./threadpool-findings');
 
 // Thresholds, in one place. Each rule says in its evidence which one it crossed.
 const LIMITS = Object.freeze({
@@ -12,18 +12,34 @@ const LIMITS = Object.freeze({
   dnsSaturatedIntervals: 2, // ...in at least this many intervals of the window
   poolWaitS: 0.05, // the work probe waited this long for any thread: the pool is held
   poolSaturatedIntervals: 3, // ...in at least this many consecutive intervals
-  sameNamePerSecond: 10, // one hostname looked up this often: no cache
-  concurrentDuplicates: 5, // lookups of one name started while another was in flight, per interval
+  // dns-no-cache: one name looked up again and again, for long enough, at a cost: a pool warming up
+  // (a burst of lookups, then none) or a cron job's short bursts are not it.
+  noCacheMinLookups: 20, // lookups of one name in the window
+  noCacheIntervals: 3, // ...spread over at least this many sampling intervals (sustained)
+  noCacheSecondsPerSecond: 0.5, // ...that kept callers waiting this long per second of the window
+  noCacheQueueWaitPerSecond: 0.05, // ...or waited this long for DNS slots per second
+  // dns-tail-latency: p99 far above the median, over enough lookups to say so.
+  tailMinLookups: 100,
+  tailRatio: 4, // p99 at least this many times p50
+  tailExcessS: 0.05, // and at least this far above it
   eventLoopBlockedS: 0.1, // one delay this long
-  eventLoopP99S: 0.05,
+  eventLoopP99S: 0.05, // (both beyond the time the main thread waited for a CPU)
+  eventLoopBlockedIntervals: 2, // ...in at least this many intervals: one stall is an odd sample
   keepAliveMinRequests: 20, // requests to one host in the window before judging its reuse
   newConnectionShare: 0.9, // at least this share of them opened a new connection
   heapShareOfContainer: 0.9, // a heap limit this close to the container's leaves no room for the rest
+  // Severity from impact.score (seconds lost per second of the window): at least this much is
+  // critical, at least warningScore a warning, less is info.
+  criticalScore: 0.5,
+  warningScore: 0.02,
 });
 
 /**
- * Turns snapshots into findings: { id, severity, summary, evidence, advice }. Keeps a window of
- * per-interval summaries (default 60 s) so a finding reflects a pattern, not one odd sample.
+ * Turns snapshots into findings: { id, severity, summary, evidence, advice, impact }. Keeps a
+ * window of per-interval summaries (default 60 s) so a finding reflects a pattern, not one odd
+ * sample. impact is what the cause cost in the window: { secondsPerSecond?, requests?,
+ * loopBlockedSeconds?, score }, where score is seconds lost per second of the window; severity
+ * follows from the score and findings come sorted by it, costliest first.
  * @param {{ intervalMs: number, limits?: Partial<typeof LIMITS> }} options
  */
 function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} }) {
@@ -50,6 +66,10 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
       previousTime = sample.time;
       window.push(summary);
       if (window.length > size) window.shift();
+      // While other work holds every pool thread, lookups wait for a thread, not because they are
+      // many (threadpool-saturated names the holder): that waiting is not dns-no-cache's cost.
+      summary.poolHeld = Boolean(summary.pool) && poolHeld(summary, lim);
+      if (summary.poolHeld) for (const h of summary.hosts) h.noCacheSeconds = h.noCacheQueueWait = 0;
       mergeHosts(window, lim.windowMs / HOST_BUCKETS);
       const dnsHosts = (sample.details.dns && sample.details.dns.hosts) || [];
       for (const h of dnsHosts) {
@@ -65,7 +85,7 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
       callers.forEach((c, name) => {
         if (c.time < window[0].time) callers.delete(name);
       });
-      return [
+      const found = [
         threadpoolSaturated(window, lim),
         threadpoolDnsSaturated(window, lim),
         dnsResolverTimeout(window, sample.details.resolver),
@@ -74,7 +94,9 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
         eventLoopBlocked(window, lim),
         httpNoKeepAlive(window, lim),
         heapLimitAboveContainer(summary, lim),
+        dnsTailLatency(window, lim),
       ].filter(Boolean);
+      return rankByImpact(found, window, lim);
     },
   };
 }
@@ -100,7 +122,16 @@ function summarize(sample, previous, previousTime) {
     dnsWaitMean: waits.count > 0 ? waits.sum / waits.count : null,
     delayMax: value('nodejs.eventloop.delay.max'),
     delayP99: value('nodejs.eventloop.delay.p99'),
+    // The share of its runnable time the main thread spent on a CPU rather than waiting for one:
+    // on an overloaded host or under a CPU quota the loop is late without the app blocking it.
+    loopCpuShare: cpuShare(sample.details.eventloop),
+    loopBlockedOnCpu: sample.details.eventloop && typeof sample.details.eventloop.blockedOnCpuMaxSeconds === 'number' ? sample.details.eventloop.blockedOnCpuMaxSeconds : null,
+    // The first interval holds the app's and the agent's startup (modules loaded synchronously
+    // before anything is served): its loop delay is not a blocked service.
+    startup: previous === null,
     hosts: compactHosts(sample.details.dns),
+    // The hostnames whose recent lookups have a tail (dns-tail-latency reads the latest only).
+    tails: tailHosts(sample.details.dns),
     connections: sample.details.connections || null,
     heapLimit: value('v8js.memory.heap.limit'),
     containerLimit: value('nodejs.memory.constrained'),
@@ -183,7 +214,7 @@ function dnsResolverTimeout(window, resolver) {
 const HOST_BUCKETS = 12;
 // Per-interval counts and sums of a hostname's details, added up when intervals merge; max* fields
 // take the largest; any other number is a figure of the moment and takes the latest.
-const SUMMED = new Set(['lookups', 'errors', 'seconds', 'duplicates', 'timeouts', 'queueWaitSeconds', 'resolveSeconds']);
+const SUMMED = new Set(['lookups', 'errors', 'seconds', 'duplicates', 'timeouts', 'queueWaitSeconds', 'resolveSeconds', 'queuedLookups', 'intervals', 'noCacheSeconds', 'noCacheQueueWait']);
 const NO_HOSTS = Object.freeze([]);
 
 function mergeHosts(window, bucketMs) {
@@ -221,7 +252,13 @@ function compactHosts(dns) {
   for (const h of (dns && dns.hosts) || []) {
     if (!isActive(h)) continue;
     // What the rules read (here and in lib/threadpool-findings.js); add a field here to read it.
-    out.push({ name: h.name, lookups: h.lookups, duplicates: h.duplicates, maxDuplicates: h.duplicates, maxInFlight: h.maxInFlight, timeouts: h.timeouts, maxSeconds: h.maxSeconds, seconds: h.seconds });
+    out.push({
+      name: h.name, lookups: h.lookups, duplicates: h.duplicates, maxDuplicates: h.duplicates, maxInFlight: h.maxInFlight, timeouts: h.timeouts, maxSeconds: h.maxSeconds,
+      // each lookup's split (impact of threadpool-dns-saturated) and dns-no-cache's cost (zeroed
+      // where other work held the pool), intervals with lookups (its sustained repetition)
+      seconds: h.seconds || 0, queueWaitSeconds: h.queueWaitSeconds || 0, queuedLookups: h.queuedLookups || 0,
+      noCacheSeconds: h.seconds || 0, noCacheQueueWait: h.queueWaitSeconds || 0, intervals: h.lookups > 0 ? 1 : 0,
+    });
   }
   return out;
 }
@@ -230,50 +267,75 @@ function isActive(h) {
   return h.lookups > 0 || h.duplicates > 0 || h.timeouts > 0 || h.maxInFlight > 0 || h.maxSeconds > 0;
 }
 
-function dnsNoCache(window, lim, callersByName) {
-  const seconds = window.reduce((a, s) => a + (s.seconds || 0), 0);
-  // One pass and one small object per name (this runs every sample, over every kept name).
-  const per = new Map(); // name -> { lookups, duplicates, maxDup, atOnce }
-  for (const s of window) {
-    for (const h of s.hosts) {
-      let a = per.get(h.name);
-      if (!a) per.set(h.name, (a = { lookups: 0, duplicates: 0, maxDup: 0, atOnce: 0 }));
-      a.lookups += h.lookups;
-      a.duplicates += h.duplicates;
-      if (h.maxDuplicates > a.maxDup) a.maxDup = h.maxDuplicates;
-      if (h.maxInFlight > a.atOnce) a.atOnce = h.maxInFlight;
+// Hostnames whose recent lookups (the sampler's last 60 s) have enough of them and a p99 far
+// above the median, with the figures dns-tail-latency reports.
+function tailHosts(dns) {
+  const out = [];
+  for (const h of (dns && dns.hosts) || []) {
+    if (h.recentLookups > 0 && h.p50 !== null && h.p99 > h.p50) {
+      out.push({ name: h.name, recentLookups: h.recentLookups, p50: h.p50, p99: h.p99, stddev: h.stddev, mean: h.mean, tail: h.tail });
     }
   }
-  const hot = [];
-  per.forEach((a, name) => {
-    const perSecond = seconds > 0 ? a.lookups / seconds : 0;
-    if (a.lookups > 0 && (perSecond >= lim.sameNamePerSecond || a.maxDup >= lim.concurrentDuplicates)) hot.push({ name, value: a.lookups, perSecond });
-  });
+  return out;
+}
+
+function dnsNoCache(window, lim, callersByName) {
+  const seconds = windowSeconds(window);
+  const byName = new Map();
+  const heldIntervals = window.filter((s) => s.poolHeld).length;
+  for (const s of window) {
+    for (const h of s.hosts) {
+      if (h.name === '_other') continue;
+      const t = byName.get(h.name) || { name: h.name, lookups: 0, intervals: 0, seconds: 0, queueWaitSeconds: 0, duplicates: 0, maxInFlight: 0 };
+      t.lookups += h.lookups;
+      t.intervals += h.intervals || 0;
+      t.seconds += h.noCacheSeconds || 0;
+      t.queueWaitSeconds += h.noCacheQueueWait || 0;
+      t.duplicates += h.duplicates;
+      t.maxInFlight = Math.max(t.maxInFlight, h.maxInFlight);
+      byName.set(h.name, t);
+    }
+  }
+  // Sustained repetition that costs: many lookups of one name over several intervals, and either
+  // much time spent in them or much waiting for DNS slots because of them.
+  const hot = [...byName.values()]
+    .filter((h) => h.lookups >= lim.noCacheMinLookups && h.intervals >= lim.noCacheIntervals
+      && (h.seconds / seconds >= lim.noCacheSecondsPerSecond || h.queueWaitSeconds / seconds >= lim.noCacheQueueWaitPerSecond))
+    .sort((a, b) => b.seconds - a.seconds);
   if (hot.length === 0) return null;
   hot.sort((a, b) => b.value - a.value);
   const callers = new Map([...callersByName].map(([name, c]) => [name, c.callers]));
   const worst = hot[0];
   // Lookups that start on a later tick (dgram's first send, say) have no app frame on the stack.
   const who = (callers.get(worst.name) || []).find((c) => c.caller !== '(unknown)');
+  const lookups = hot.reduce((a, h) => a + h.lookups, 0);
+  const lost = hot.reduce((a, h) => a + h.seconds, 0);
   return {
     id: 'dns-no-cache',
-    severity: 'warning',
-    summary: `${worst.name} is looked up ${worst.perSecond.toFixed(1)} times a second${per.get(worst.name).atOnce > 1 ? `, up to ${per.get(worst.name).atOnce} at once` : ''}${who ? `, mostly by ${who.caller}` : ''}: nothing caches or coalesces these lookups.`,
+    summary: `${worst.name} is looked up ${(worst.lookups / seconds).toFixed(1)} times a second in ${worst.intervals} of the last ${window.length} intervals${worst.maxInFlight > 1 ? `, up to ${worst.maxInFlight} at once` : ''}${who ? `, mostly by ${who.caller}` : ''}, and callers waited ${ms(worst.seconds / seconds)} per second for it${worst.queueWaitSeconds > 0.001 ? ` (${ms(worst.queueWaitSeconds / seconds)} of that for a DNS slot)` : ''}: nothing caches or coalesces these lookups.`,
     evidence: {
+      windowSeconds: round(seconds),
+      // ruled out: intervals when other work held every pool thread (their waiting is not counted)
+      intervalsPoolHeld: heldIntervals,
       hostnames: hot.slice(0, 10).map((h) => ({
         name: h.name,
-        lookupsPerSecond: round(h.perSecond),
+        lookups: h.lookups,
+        lookupsPerSecond: round(h.lookups / seconds),
+        intervals: h.intervals,
+        lookupSecondsPerSecond: round3(h.seconds / seconds),
+        queueWaitSecondsPerSecond: round3(h.queueWaitSeconds / seconds),
         // lookups started while another lookup of the same name was in flight (one would do)
-        concurrentDuplicates: per.get(h.name).duplicates,
-        maxInFlight: per.get(h.name).atOnce,
+        concurrentDuplicates: h.duplicates,
+        maxInFlight: h.maxInFlight,
         callers: (callers.get(h.name) || []).slice(0, 5),
       })),
     },
     advice: [
-      'Cache lookups per hostname for their TTL and let concurrent callers share one lookup (for example cacheable-lookup as the lookup function of your HTTP agents).',
+      'Cache lookups per hostname for their TTL and let concurrent callers share one lookup (for example cacheable-lookup as the lookup function of your HTTP agents, or undici\'s interceptors.dns).',
       'Give StatsD/metrics clients an IP address or a client-side DNS cache: a hostname there means one lookup per packet.',
       'Reuse connections (keep-alive) so connections, not requests, pay for lookups.',
     ],
+    impact: { secondsPerSecond: lost / seconds, requests: lookups, score: lost / seconds },
   };
 }
 
@@ -295,14 +357,23 @@ function dnsSearchExpansion(window, resolver) {
 }
 
 function eventLoopBlocked(window, lim) {
-  const hot = window.filter((s) => (s.delayMax || 0) >= lim.eventLoopBlockedS || (s.delayP99 || 0) >= lim.eventLoopP99S);
-  if (hot.length === 0) return null;
-  const max = Math.max(...hot.map((s) => s.delayMax || 0));
+  const late = window.filter((s) => (s.delayMax || 0) >= lim.eventLoopBlockedS || (s.delayP99 || 0) >= lim.eventLoopP99S);
+  const hot = late.filter((s) => blockedInInterval(s, lim) > 0);
+  if (hot.length < lim.eventLoopBlockedIntervals) return null;
+  const max = Math.max(...hot.map((s) => Math.max(s.delayMax || 0, s.loopBlockedOnCpu || 0)));
   return {
     id: 'eventloop-blocked',
     severity: max >= 1 ? 'critical' : 'warning',
     summary: `The event loop was blocked for up to ${ms(max)} in ${hot.length} of the last ${window.length} intervals: every request, timer and callback waited that long.`,
-    evidence: { intervals: hot.length, windowIntervals: window.length, maxDelaySeconds: max, maxP99Seconds: Math.max(...hot.map((s) => s.delayP99 || 0)) },
+    evidence: {
+      intervals: hot.length,
+      windowIntervals: window.length,
+      maxDelaySeconds: max,
+      maxP99Seconds: Math.max(...hot.map((s) => s.delayP99 || 0)),
+      // ruled out: as late, but mostly while the main thread waited for a CPU
+      intervalsWaitingForCpu: late.length - hot.length,
+      minCpuShare: hot.some((s) => typeof s.loopCpuShare === 'number') ? round3(Math.min(...hot.filter((s) => typeof s.loopCpuShare === 'number').map((s) => s.loopCpuShare))) : null,
+    },
     advice: [
       'Move CPU-heavy work (JSON of large bodies, crypto, compression, templating) to worker_threads or another service, or split it into chunks that yield (setImmediate).',
       'Look for synchronous I/O (fs.*Sync, child_process.*Sync) on request paths.',
@@ -314,10 +385,12 @@ function httpNoKeepAlive(window, lim) {
   const byHost = new Map();
   let lookups = 0;
   let connections = 0;
+  let connectSeconds = 0;
   for (const s of window) {
     for (const h of s.hosts) lookups += h.lookups;
     if (!s.connections) continue;
     connections += s.connections.connections;
+    connectSeconds += s.connections.connectSeconds || 0;
     for (const h of s.connections.hosts) {
       const t = byHost.get(h.host) || { host: h.host, requests: 0, newConnections: 0 };
       t.requests += h.requests;
@@ -330,18 +403,23 @@ function httpNoKeepAlive(window, lim) {
     .sort((a, b) => b.requests - a.requests);
   if (hot.length === 0) return null;
   const worst = hot[0];
+  const fresh = hot.reduce((a, h) => a + h.newConnections, 0);
+  // What those connections cost to open (lookup and handshake), at the mean connect time.
+  const cost = connections > 0 ? (connectSeconds / connections) * fresh : 0;
+  const seconds = windowSeconds(window);
   return {
     id: 'http-no-keepalive',
-    severity: 'warning',
     summary: `${worst.newConnections} of ${worst.requests} requests to ${worst.host} opened a new connection: keep-alive is off, so each request pays for a DNS lookup and a TCP (and TLS) handshake.`,
     evidence: {
       hosts: hot.slice(0, 10),
       lookupsPerNewConnection: connections > 0 ? round(lookups / connections) : null,
+      meanConnectSeconds: connections > 0 ? connectSeconds / connections : null,
     },
     advice: [
       'Use an agent with keepAlive: true (new http.Agent({ keepAlive: true })), do not send Connection: close, and let the server keep connections open (keepAliveTimeout).',
       'For fetch/undici, reuse one dispatcher (the global one or an Agent/Pool) rather than a new one per request.',
     ],
+    impact: { secondsPerSecond: cost / seconds, requests: fresh, score: cost / seconds },
   };
 }
 
@@ -360,6 +438,151 @@ function heapLimitAboveContainer(last, lim) {
       'Or raise the container memory limit to fit the heap limit plus off-heap memory.',
     ],
   };
+}
+
+function dnsTailLatency(window, lim) {
+  const last = window[window.length - 1];
+  const loopMax = Math.max(0, ...window.map((s) => s.delayMax || 0));
+  const hot = (last.tails || [])
+    .filter((h) => h.recentLookups >= lim.tailMinLookups && h.p50 !== null && h.p99 >= lim.tailRatio * h.p50 && h.p99 - h.p50 >= lim.tailExcessS)
+    .map((h) => {
+      const excess = h.tail.meanSeconds - h.p50;
+      // Where the slowest lookups spent their extra time: waiting for a DNS slot, waiting for the
+      // loop to run their callbacks (a loop delay as long as the excess), or at the resolver.
+      const place = h.tail.queueWaitSeconds >= excess / 2 ? 'dns-slots' : loopMax >= excess / 2 ? 'event-loop' : 'resolver';
+      return { ...h, excess, place };
+    })
+    .sort((a, b) => b.tail.lookups * b.excess - a.tail.lookups * a.excess);
+  if (hot.length === 0) return null;
+  const seconds = windowSeconds(window);
+  const h = hot[0];
+  const where = {
+    resolver: `the resolver: the slowest lookups waited ${ms(h.tail.queueWaitSeconds)} for a DNS slot and the event loop was never blocked longer than ${ms(loopMax)}, so the time went to the answer itself`,
+    'dns-slots': `the DNS slots: the slowest lookups waited ${ms(h.tail.queueWaitSeconds)} of their ${ms(h.tail.meanSeconds)} for one of the threadpool's DNS slots`,
+    'event-loop': `the event loop: the slowest lookups waited ${ms(h.tail.queueWaitSeconds)} for a DNS slot, but the loop was blocked for up to ${ms(loopMax)}, so their answers waited for the loop to run the callbacks`,
+  }[h.place];
+  const advice = {
+    resolver: [
+      `Answer repeated names close by: a node-local caching resolver (NodeLocal DNSCache, dnsmasq, systemd-resolved) or an in-process cache with TTL (cacheable-lookup, undici's interceptors.dns) takes most lookups, and their tail, off the path.`,
+      'Make fewer lookups: keep-alive connections look a name up per connection, not per request.',
+      `Since the resolver itself is the tail and its spikes look random, hedging helps: if no answer came within about the median (${ms(h.p50)}), send a second query and take the first answer (as in "The Tail at Scale"). It only cuts random spikes; it does not help a resolver that is slow all the time.`,
+    ],
+    'dns-slots': [
+      'The tail is the wait for a DNS slot, not the resolver: cache and coalesce lookups (cacheable-lookup, undici\'s interceptors.dns) or raise UV_THREADPOOL_SIZE (see threadpool-dns-saturated).',
+      'Do not hedge: a second query per slow lookup adds to the very queue that makes it slow.',
+    ],
+    'event-loop': [
+      'The tail is the event loop, not DNS: find what blocks it (see eventloop-blocked) and move that work off the loop.',
+      'A faster resolver or hedging would not help: the answers came in time and waited for the loop.',
+    ],
+  }[h.place];
+  const cost = hot.reduce((a, x) => a + x.tail.lookups * x.excess, 0);
+  return {
+    id: 'dns-tail-latency',
+    summary: `Lookups of ${h.name} take ${ms(h.p50)} at the median but ${ms(h.p99)} at p99 (standard deviation ${ms(h.stddev)}, over ${h.recentLookups} lookups); the tail lives in ${where}.`,
+    evidence: {
+      place: h.place,
+      maxEventLoopDelaySeconds: loopMax,
+      hostnames: hot.slice(0, 10).map((x) => ({
+        name: x.name,
+        lookups: x.recentLookups,
+        p50: x.p50,
+        p99: x.p99,
+        stddev: x.stddev,
+        mean: x.mean,
+        place: x.place,
+        tail: x.tail,
+      })),
+    },
+    advice,
+    impact: { secondsPerSecond: cost / seconds, requests: hot.reduce((a, x) => a + x.tail.lookups, 0), score: cost / seconds },
+  };
+}
+
+// What a finding cost, for rules that do not say themselves: from their evidence and the window.
+const IMPACT = {
+  'threadpool-dns-saturated': (f, window, seconds) => {
+    let waited = 0;
+    let requests = 0;
+    for (const s of window) {
+      for (const h of s.hosts) {
+        waited += h.queueWaitSeconds || 0;
+        requests += h.queuedLookups || 0;
+      }
+    }
+    return { secondsPerSecond: waited / seconds, requests, score: waited / seconds };
+  },
+  'dns-resolver-timeout': (f, window, seconds) => {
+    const lost = f.evidence.lookups * (f.evidence.resolvConf ? f.evidence.resolvConf.timeout : 5);
+    return { secondsPerSecond: lost / seconds, requests: f.evidence.lookups, score: lost / seconds };
+  },
+  // The extra queries happen inside getaddrinfo, out of sight: what they cost is not measured.
+  'dns-search-expansion': (f) => ({ requests: f.evidence.hostnames.reduce((a, h) => a + h.lookups, 0), score: 0 }),
+  'eventloop-blocked': (f, window, seconds, lim) => {
+    // One block per interval at least as long as its largest delay: a lower bound.
+    const blocked = window.reduce((a, s) => a + blockedInInterval(s, lim), 0);
+    return { loopBlockedSeconds: blocked, score: blocked / seconds };
+  },
+  // A risk, not time lost yet: the process is OOM-killed before the heap limit is reached.
+  'heap-limit-above-container': (f, window, seconds, lim) => ({ score: f.evidence.heapLimitBytes >= f.evidence.containerLimitBytes ? 1 : lim.criticalScore / 2 }),
+};
+
+/**
+ * Give each finding its impact (what it cost in the window) and the severity that follows, and
+ * sort them costliest first. A rule without a measure of its own keeps its severity, scored at
+ * that severity's threshold.
+ */
+function rankByImpact(found, window, lim) {
+  const seconds = windowSeconds(window);
+  const bySeverity = { critical: lim.criticalScore, warning: lim.warningScore, info: 0 };
+  const out = found.map((f) => {
+    let impact = f.impact || (IMPACT[f.id] ? IMPACT[f.id](f, window, seconds, lim) : null);
+    if (!impact) impact = { score: bySeverity[f.severity] || 0 };
+    const severity = impact.score >= lim.criticalScore ? 'critical' : impact.score >= lim.warningScore ? 'warning' : 'info';
+    const { id, ...rest } = f;
+    return { id, ...rest, severity, impact: roundImpact(impact) };
+  });
+  return out.sort((a, b) => b.impact.score - a.impact.score);
+}
+
+function roundImpact(impact) {
+  const out = {};
+  for (const [k, v] of Object.entries(impact)) out[k] = typeof v === 'number' && k !== 'requests' ? Math.round(v * 1e4) / 1e4 : v;
+  return out;
+}
+
+// The longest block of an interval, counting only the time the main thread ran on a CPU (the
+// rest it waited for one); 0 below the limits. Where the agent timed the loop's lateness with
+// the thread's CPU time (Linux), that is the measure; else the interval's share of CPU time.
+function blockedInInterval(s, lim) {
+  if (s.startup) return 0;
+  let max;
+  let p99;
+  if (typeof s.loopBlockedOnCpu === 'number') {
+    // The agent's own 20 ms tick times the loop too: a sample that runs between a block's end
+    // and the delay monitor's next firing loses that block from the monitor's interval.
+    max = s.loopBlockedOnCpu;
+    p99 = Math.min(s.delayP99 || 0, s.loopBlockedOnCpu);
+  } else {
+    const share = s.loopCpuShare === null || s.loopCpuShare === undefined ? 1 : s.loopCpuShare;
+    max = (s.delayMax || 0) * share;
+    p99 = (s.delayP99 || 0) * share;
+  }
+  return max >= lim.eventLoopBlockedS || p99 >= lim.eventLoopP99S ? max : 0;
+}
+
+function cpuShare(eventloop) {
+  if (!eventloop || typeof eventloop.mainThreadCpuSeconds !== 'number' || typeof eventloop.mainThreadWaitSeconds !== 'number') return null;
+  const runnable = eventloop.mainThreadCpuSeconds + eventloop.mainThreadWaitSeconds;
+  return runnable > 0 ? eventloop.mainThreadCpuSeconds / runnable : null;
+}
+
+function windowSeconds(window) {
+  return Math.max(0.001, window.reduce((a, s) => a + (s.seconds || 0), 0));
+}
+
+function round3(x) {
+  return Math.round(x * 1000) / 1000;
 }
 
 // Sum a per-host figure over the window, largest first.

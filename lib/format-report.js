@@ -4,7 +4,7 @@ const { findPoint } = require('./snapshot');
 const { typeName } = require('./threadpool-findings');
 
 /**
- * A snapshot as text for people: the findings first, then the figures they rest on.
+ * A snapshot as text for people: the figures, then the findings, costliest first.
  * @param {{ time: number, points: readonly object[], findings?: readonly object[], details?: object }} snapshot
  * @returns {string}
  */
@@ -25,6 +25,17 @@ function formatReport(snapshot) {
   for (const line of threadpoolLines(snapshot.details && snapshot.details.threadpool, snapshot.time)) lines.push(`  ${line}`);
   const max = value('nodejs.eventloop.delay.max');
   if (max !== undefined) lines.push(`event loop: delay max ${(max * 1000).toFixed(1)} ms, p99 ${(value('nodejs.eventloop.delay.p99') * 1000).toFixed(1)} ms, utilization ${(value('nodejs.eventloop.utilization') * 100).toFixed(0)} %`);
+  const hosts = ((snapshot.details && snapshot.details.dns && snapshot.details.dns.hosts) || [])
+    .filter((h) => h.recentLookups > 0)
+    .sort((a, b) => b.recentLookups * b.mean - a.recentLookups * a.mean);
+  if (hosts.length) lines.push('dns lookups (last interval: mean = waiting for a DNS slot + resolving; recent: p50, p99, standard deviation):');
+  for (const h of hosts.slice(0, MAX_HOSTS)) {
+    const split = h.lookups > 0
+      ? `${msDns(h.seconds / h.lookups)} = ${msDns(h.queueWaitSeconds / h.lookups)} waiting for a DNS slot + ${msDns(h.resolveSeconds / h.lookups)} resolving`
+      : 'none this interval';
+    lines.push(`  ${h.name}: ${h.lookups} lookups, ${split}; recent ${h.recentLookups}: p50 ${msDns(h.p50)}, p99 ${msDns(h.p99)}, stddev ${msDns(h.stddev)}`);
+  }
+  if (hosts.length > MAX_HOSTS) lines.push(`  ... and ${hosts.length - MAX_HOSTS} more hostnames`);
   pushFindings(lines, snapshot.findings);
   // The other processes served at the same endpoint (lib/multiprocess.js).
   for (const p of Array.isArray(snapshot.processes) ? snapshot.processes : []) {
@@ -32,6 +43,24 @@ function formatReport(snapshot) {
     pushFindings(lines, p.findings);
   }
   return `${lines.join('\n').trimEnd()}\n`;
+}
+
+const MAX_HOSTS = 10;
+
+function msDns(seconds) {
+  if (seconds === null || seconds === undefined) return '-';
+  if (seconds >= 10) return `${seconds.toFixed(1)} s`;
+  return seconds >= 0.01 ? `${Math.round(seconds * 1000)} ms` : `${(seconds * 1000).toFixed(1)} ms`;
+}
+
+// What a finding cost in the window, in words.
+function impactText(impact) {
+  const parts = [];
+  if (impact.secondsPerSecond !== undefined) parts.push(`${msDns(impact.secondsPerSecond)} lost per second`);
+  if (impact.loopBlockedSeconds !== undefined) parts.push(`event loop blocked ${msDns(impact.loopBlockedSeconds)}`);
+  if (impact.requests !== undefined) parts.push(`${impact.requests} affected`);
+  parts.push(`score ${impact.score}`);
+  return parts.join(', ');
 }
 
 /**
@@ -85,11 +114,14 @@ function round(x) {
   return Math.round(x * 10) / 10;
 }
 
-function pushFindings(lines, findings = []) {
+function pushFindings(lines, list = []) {
+  // costliest first (the agent sorts them too; a pushed snapshot may come from an older agent)
+  const findings = [...list].sort((a, b) => ((b.impact && b.impact.score) || 0) - ((a.impact && a.impact.score) || 0));
   lines.push('');
   if (findings.length === 0) lines.push('No findings.', '');
   for (const f of findings) {
     lines.push(`[${f.severity}] ${f.id}: ${f.summary}`);
+    if (f.impact) lines.push(`  impact: ${impactText(f.impact)}`);
     for (const a of f.advice || []) lines.push(`  - ${a}`);
     lines.push(`  evidence: ${JSON.stringify(f.evidence)}`);
     lines.push('');

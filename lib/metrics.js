@@ -120,6 +120,11 @@ const CATALOG = Object.freeze([
     DNS_BUCKETS, {
       perEvent: { channel: 'dnsLookupEnd', value: 'seconds', attributes: { 'dns.question.name': 'name', 'error.type': 'errorType' } },
     }),
+  def('nodejs.dns.lookup.queue_wait', 'histogram', 's', ['dns.question.name'],
+    'The part of each dns.lookup spent waiting for one of the threadpool\'s DNS slots ((size+1)/2 threads run getaddrinfo), by hostname (the same bounded names as dns.lookup.duration); the rest of the lookup is resolving. Estimated from every lookup\'s start and end (see README).',
+    QUEUE_WAIT_BUCKETS, {
+      perEvent: { channel: 'dnsLookupEnd', value: 'queueWaitSeconds', attributes: { 'dns.question.name': 'name' } },
+    }),
   def('nodejs.net.connect.duration', 'histogram', 's', ['nodejs.net.connect.phase'],
     'Outgoing TCP connections: time from the socket\'s creation to its lookup event (phase dns) and from there to connect (phase tcp; from creation when no lookup was needed).',
     CONNECT_BUCKETS),

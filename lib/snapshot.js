@@ -14,6 +14,8 @@
  * @typedef {object} SnapshotDetails
  * @property {import('./samplers/dns').DnsDetails} [dns]
  * @property {import('./samplers/connections').ConnectionsDetails} [connections]
+ * @property {{ mainThreadCpuSeconds: number|null, mainThreadWaitSeconds: number|null }} [eventloop]
+ *   seconds the main thread ran on a CPU and waited for one (Linux)
  * @property {ResolverDetails} [resolver]
  */
 
@@ -31,6 +33,16 @@
  * @property {string} summary
  * @property {Record<string, unknown>} evidence
  * @property {string[]} advice
+ * @property {FindingImpact} impact what its cause cost in the window; findings are sorted by
+ *   impact.score, costliest first, and severity follows from it
+ */
+
+/**
+ * @typedef {object} FindingImpact
+ * @property {number} [secondsPerSecond] seconds callers lost per second of the window
+ * @property {number} [requests] lookups or requests affected
+ * @property {number} [loopBlockedSeconds] seconds the event loop was blocked (a lower bound)
+ * @property {number} score seconds lost per second
  */
 
 /**

@@ -128,8 +128,9 @@ async function createDnsServer(options = {}) {
     };
     queries.push(entry);
 
+    let n = 0;
     if (behaviour) {
-      const n = (seen.get(name) || 0) + 1;
+      n = (seen.get(name) || 0) + 1;
       seen.set(name, n);
       if (behaviour.drop || (behaviour.dropFirst && n <= behaviour.dropFirst)) {
         entry.dropped = true;
@@ -146,7 +147,11 @@ async function createDnsServer(options = {}) {
       // e.g. an invalid configured address; better a timeout in the test than a crash here
       return;
     }
-    const delay = behaviour && behaviour.delayMs > 0 ? behaviour.delayMs : 0;
+    // Every slowEvery-th query of a name (counted per name) waits slowDelayMs instead: a resolver
+    // with a periodic slow answer.
+    const slow = Boolean(behaviour && behaviour.slowEvery > 0 && n % behaviour.slowEvery === 0);
+    entry.slow = slow;
+    const delay = slow ? behaviour.slowDelayMs || 0 : behaviour && behaviour.delayMs > 0 ? behaviour.delayMs : 0;
     // When the answer really left: a busy test process can send it later than delayMs.
     const answer = () => {
       entry.answeredAt = performance.timeOrigin + performance.now();
@@ -239,8 +244,10 @@ async function createDnsServer(options = {}) {
      * Replaces any earlier behaviour for it and restarts its dropFirst count.
      * @param {string} name
      * @param {{a?: string|string[]|null, aaaa?: string|string[], delayMs?: number,
+     *   slowEvery?: number, slowDelayMs?: number,
      *   dropFirst?: number, drop?: boolean, nxdomain?: boolean, servfail?: boolean,
-     *   truncate?: boolean, ttl?: number}} [behaviour]
+     *   truncate?: boolean, ttl?: number}} [behaviour] slowEvery: every slowEvery-th query of
+     *   the name is answered after slowDelayMs instead of delayMs
      */
     setName(name, behaviour = {}) {
       const n = normalizeName(name);

@@ -14,17 +14,27 @@ const MAX_HOSTS = 100;
 /**
  * Outgoing connections and requests: how long each TCP connect takes and how much of it is the
  * DNS lookup (socket 'lookup' and 'connect' events of every net client socket), and whether
- * http/https requests and fetch reuse connections (keep-alive), from Node's diagnostics channels:
- * net.client.socket, http.client.request.start, undici:request:create, undici:client:connected.
+ * http/https requests and fetch (undici) reuse connections (keep-alive).
+ *
+ * A request counts as new only when the socket it is sent on has carried no request before, i.e.
+ * was created for it. That is read when the request gets its socket, not when it starts: a request
+ * waiting in an agent's queue for a free socket has none yet (request.reusedSocket is still false
+ * at http.client.request.start), and any agent, custom createConnection or agent: false is judged
+ * the same way. undici publishes the socket with each request it sends
+ * (undici:client:sendHeaders), so fetch and the undici package are judged the same way too.
  * Channels a Node version lacks are simply never published.
  */
 function createConnectionsSampler() {
   const phases = { dns: new Histogram(CONNECT_BUCKETS), tcp: new Histogram(CONNECT_BUCKETS) };
   const requests = new Map(); // `${client}\0${reused}` -> count
   const hosts = new Map(); // host -> { requests, newConnections } for this interval
-  let interval = { connections: 0, requests: 0, newConnections: 0 };
+  // Sockets that have carried a request: a request on one of these reuses a connection.
+  const used = new WeakSet();
+  let interval = newInterval();
 
-  const count = (client, reused, host) => {
+  const count = (client, socket, host) => {
+    const reused = used.has(socket);
+    used.add(socket);
     const key = `${client}\u0000${reused}`;
     requests.set(key, (requests.get(key) || 0) + 1);
     interval.requests++;
@@ -37,6 +47,14 @@ function createConnectionsSampler() {
     }
     h.requests++;
     if (!reused) h.newConnections++;
+  };
+
+  const onSocket = function (socket) {
+    try {
+      if (socket && typeof socket === 'object') count('http', socket, this.host);
+    } catch (err) {
+      reportError('sampler:connections', err);
+    }
   };
 
   const handlers = {
@@ -52,25 +70,20 @@ function createConnectionsSampler() {
         if (!socket.remoteFamily) return; // a pipe, not TCP
         const now = process.hrtime.bigint();
         if (lookedUp !== null) phases.dns.observe(Number(lookedUp - start) / 1e9);
+        const seconds = Number(now - start) / 1e9;
         phases.tcp.observe(Number(now - (lookedUp !== null ? lookedUp : start)) / 1e9);
+        interval.connectSeconds += seconds;
       });
     },
     [CHANNELS.httpClientRequestStart]: ({ request }) => {
-      if (!isOwnRequest(request)) count('http', Boolean(request.reusedSocket), request.host);
+      if (isOwnRequest(request)) return;
+      // The channel fires when the request is finished: usually its socket is assigned by then;
+      // a request queued in its agent gets one later ('socket' is emitted for new and reused).
+      if (request.socket) count('http', request.socket, request.host);
+      else request.once('socket', onSocket);
     },
-    [CHANNELS.undiciRequestCreate]: ({ request }) => {
-      // fetch (undici) announces new connections separately; count its requests as reused here
-      // and correct with each connection below.
-      count('fetch', true, hostOf(request.origin));
-    },
-    [CHANNELS.undiciClientConnected]: ({ connectParams }) => {
-      const host = connectParams && connectParams.hostname;
-      const key = `fetch\u0000true`;
-      if (requests.get(key) > 0) requests.set(key, requests.get(key) - 1);
-      requests.set('fetch\u0000false', (requests.get('fetch\u0000false') || 0) + 1);
-      interval.newConnections++;
-      const h = host && hosts.get(host);
-      if (h) h.newConnections++;
+    [CHANNELS.undiciClientSendHeaders]: ({ request, socket }) => {
+      if (socket && typeof socket === 'object') count('fetch', socket, hostOf(request && request.origin));
     },
   };
   const subscribed = [];
@@ -101,8 +114,9 @@ function createConnectionsSampler() {
       return out;
     },
     /**
-     * Requests and new connections, in all and per host, in the interval since the last
-     * endInterval(); no side effect.
+     * Requests and new connections (in all and per host) and connections made with the seconds
+     * they took to connect (DNS included), in the interval since the last endInterval(); no side
+     * effect.
      * @returns {ConnectionsDetails}
      */
     details() {
@@ -110,7 +124,7 @@ function createConnectionsSampler() {
     },
     /** Start a new interval. */
     endInterval() {
-      interval = { connections: 0, requests: 0, newConnections: 0 };
+      interval = newInterval();
       hosts.clear();
     },
     close() {
@@ -119,12 +133,17 @@ function createConnectionsSampler() {
   };
 }
 
+function newInterval() {
+  return { connections: 0, connectSeconds: 0, requests: 0, newConnections: 0 };
+}
+
 /**
  * snapshot.details.connections: figures for the interval since the last sample.
  * @typedef {object} ConnectionsDetails
  * @property {number} connections outgoing TCP connections the app opened
+ * @property {number} connectSeconds seconds those connections took to connect (DNS included)
  * @property {number} requests outgoing HTTP requests (http/https and fetch)
- * @property {number} newConnections requests that opened a new connection
+ * @property {number} newConnections requests whose socket was created for them
  * @property {{ host: string, requests: number, newConnections: number }[]} hosts per host (at most 100)
  */
 

@@ -3,7 +3,9 @@
 const dnsModule = require('dns');
 const { syncBuiltinESMExports } = require('module');
 const { Histogram } = require('../histogram');
-const { DNS_BUCKETS } = require('../metrics');
+const { DNS_BUCKETS, QUEUE_WAIT_BUCKETS } = require('../metrics');
+const { dnsSlots } = require('../libuv');
+const { readSetting } = require('../options');
 const { reportError } = require('../report');
 const { captureCaller } = require('../callers');
 const { published } = require('../channels');
@@ -19,6 +21,9 @@ const MAX_CALLERS = 20;
 // A lookup this close to k x the resolv.conf timeout waited for k resolver timeouts.
 const TIMEOUT_EARLY_S = 0.05;
 const TIMEOUT_LATE_S = 0.5;
+// Recent lookups kept per hostname for percentiles (p50, p99, standard deviation).
+const RECENT_MS = 60000;
+const RECENT_MAX = 2048;
 
 // Per-lookup events (lib/channels.js) for exporters that record each lookup and for tracer
 // integrations. Published only when someone subscribes.
@@ -37,6 +42,18 @@ const { dnsLookupStart: startChannel, dnsLookupEnd: endChannel } = published;
  * @param {object} [options.dns] the dns module (injectable for tests)
  * @param {number} [options.maxNames] distinct hostnames kept as labels; the rest count as _other
  * @param {() => { timeout: number } | null} [options.resolver] the resolv.conf in force
+ * @param {NodeJS.ProcessEnv} [options.env] where UV_THREADPOOL_SIZE is read at the first lookup
+ *   (process.env by default, through lib/options.js)
+ * @param {number} [options.recentMs] how far back percentiles reach (default 60 s)
+ *
+ * Each lookup is split into its wait for a DNS slot and its resolving. libuv runs getaddrinfo
+ * FIFO on at most (size+1)/2 threads (src/threadpool.c, slow I/O), and every lookup in the
+ * process passes through here: the app's through the wrappers, the agent's own (threadpool
+ * probe, exporters) through ownLookup, which takes its slot without being counted. So a model of
+ * the slots replayed from starts and callbacks gives each lookup the moment it got a slot: at its
+ * call when a slot was free, else at the callback that freed the slot it took. The callback runs
+ * when the loop gets to it, after the slot really came free: a busy loop moves that lateness from
+ * the next lookup's resolving into its waiting (at most the event-loop delay of the moment).
  */
 function createDnsSampler(options = {}) {
   const dns = options.dns || dnsModule;
@@ -44,6 +61,9 @@ function createDnsSampler(options = {}) {
   const resolver = options.resolver || (() => null);
   const series = new Map(); // `${name}\0${errorType}` -> { name, errorType, histogram }
   const hosts = new Map(); // name -> per-hostname statistics
+  const queueWaits = new Map(); // name -> Histogram of the wait for a DNS slot
+  const recentMs = options.recentMs || RECENT_MS;
+  const slots = createSlotModel(() => dnsSlots(readSetting('threadpool.size', options.env)));
   let inFlight = 0;
   let active = true;
   let callerBudget = CALLER_SAMPLES_PER_INTERVAL;
@@ -67,7 +87,7 @@ function createDnsSampler(options = {}) {
   function started(hostname) {
     injectFault('dns:started');
     const host = hostFor(hostname);
-    const ctx = { hostname, host, start: process.hrtime.bigint(), caller: null };
+    const ctx = { hostname, host, start: process.hrtime.bigint(), began: null, caller: null };
     if (host.inFlight > 0) host.interval.duplicates++;
     host.inFlight++;
     if (host.inFlight > host.interval.maxInFlight) host.interval.maxInFlight = host.inFlight;
@@ -91,10 +111,12 @@ function createDnsSampler(options = {}) {
       }
     }
     inFlight++;
+    slots.submit(ctx);
     return ctx;
   }
 
   function abandoned(ctx) {
+    slots.abandon(ctx);
     inFlight--;
     ctx.host.inFlight--;
     ctx.host.lookups--;
@@ -103,12 +125,15 @@ function createDnsSampler(options = {}) {
 
   function record(ctx, err) {
     try {
+      const now = process.hrtime.bigint();
+      slots.done(ctx, now);
       inFlight--;
       injectFault('dns:record');
       const { host } = ctx;
       host.inFlight--;
       if (!active) return;
-      const seconds = Number(process.hrtime.bigint() - ctx.start) / 1e9;
+      const seconds = Number(now - ctx.start) / 1e9;
+      const waited = Math.min(seconds, Number(ctx.began - ctx.start) / 1e9);
       const errorType = err ? String(err.code || err.name || 'Error') : '';
       // Per host by error type: no key string built per lookup (it showed in profiles).
       let s = host.series.get(errorType);
@@ -119,7 +144,14 @@ function createDnsSampler(options = {}) {
         host.series.set(errorType, s);
       }
       s.histogram.observe(seconds);
+      let w = queueWaits.get(host.name);
+      if (!w) queueWaits.set(host.name, (w = new Histogram(QUEUE_WAIT_BUCKETS)));
+      w.observe(waited);
       host.interval.seconds += seconds;
+      host.interval.queueWaitSeconds += waited;
+      if (waited > 0) host.interval.queuedLookups++;
+      host.interval.resolveSeconds += seconds - waited;
+      host.recent.add(Date.now(), seconds, waited);
       if (seconds > host.interval.maxSeconds) host.interval.maxSeconds = seconds;
       if (err) host.interval.errors++;
       const conf = resolver();
@@ -131,7 +163,7 @@ function createDnsSampler(options = {}) {
           host.callerList = null;
         }
       }
-      if (endChannel.hasSubscribers) endChannel.publish({ hostname: ctx.hostname, name: host.name, errorType, seconds });
+      if (endChannel.hasSubscribers) endChannel.publish({ hostname: ctx.hostname, name: host.name, errorType, seconds, queueWaitSeconds: waited });
     } catch (e) {
       reportError('sampler:dns', e);
     }
@@ -140,6 +172,23 @@ function createDnsSampler(options = {}) {
   const originalLookup = dns.lookup;
   const tracker = { record, started, abandoned };
   const wrappedLookup = wrapCallbackLookup(originalLookup, tracker);
+  // The agent's own lookups: they hold DNS slots like any other, so the model sees them, but
+  // they are not the app's and are counted nowhere.
+  const ownLookup = wrapCallbackLookup(originalLookup, {
+    started: () => {
+      const ctx = { start: process.hrtime.bigint(), began: null };
+      slots.submit(ctx);
+      return ctx;
+    },
+    record: (ctx) => {
+      try {
+        slots.done(ctx, process.hrtime.bigint());
+      } catch (e) {
+        reportError('sampler:dns', e);
+      }
+    },
+    abandoned: (ctx) => slots.abandon(ctx),
+  });
   dns.lookup = wrappedLookup;
 
   const promises = dns.promises;
@@ -150,8 +199,11 @@ function createDnsSampler(options = {}) {
 
   return {
     name: 'dns',
-    /** dns.lookup as it was before the wrapper: for the agent's own probes. */
-    originalLookup,
+    /**
+     * dns.lookup for the agent's own lookups (threadpool probe, exporters): not counted as the
+     * app's, but seen by the DNS-slot model, since they hold a slot like any other lookup.
+     */
+    ownLookup,
     /** App lookups started and not yet called back. */
     get inFlight() {
       return inFlight;
@@ -165,15 +217,22 @@ function createDnsSampler(options = {}) {
           histogram: s.histogram.snapshot(),
         });
       }
+      for (const [name, h] of queueWaits) {
+        out.push({ name: 'nodejs.dns.lookup.queue_wait', attributes: { 'dns.question.name': name }, histogram: h.snapshot() });
+      }
       return out;
     },
     /**
      * Per-hostname figures for the interval since the last endInterval(), with totals and sampled
-     * callers. Plain JSON for the snapshot and the findings; no side effect.
+     * callers; each lookup's time split into queueWaitSeconds (waiting for a DNS slot) and
+     * resolveSeconds; p50, p99 and standard deviation of lookup durations over the recent window,
+     * and what the slowest 1 % (the tail) spent waiting and resolving. Plain JSON for the snapshot
+     * and the findings; no side effect.
      * @returns {DnsDetails}
      */
     details() {
       const out = [];
+      const now = Date.now();
       for (const host of hosts.values()) {
         const i = host.interval;
         out.push({
@@ -181,6 +240,10 @@ function createDnsSampler(options = {}) {
           lookups: i.lookups,
           errors: i.errors,
           seconds: i.seconds,
+          queueWaitSeconds: i.queueWaitSeconds,
+          resolveSeconds: i.resolveSeconds,
+          queuedLookups: i.queuedLookups,
+          ...host.recent.stats(now - recentMs),
           maxSeconds: i.maxSeconds,
           duplicates: i.duplicates,
           maxInFlight: i.maxInFlight,
@@ -190,7 +253,7 @@ function createDnsSampler(options = {}) {
           callers: host.callerList || (host.callerList = callerList(host.callers)),
         });
       }
-      return { inFlight, hosts: out };
+      return { inFlight, dnsSlots: slots.size, hosts: out };
     },
     /** Start a new interval: per-hostname interval figures and the caller budget start over. */
     endInterval() {
@@ -249,11 +312,117 @@ function resetInterval(i, inFlight) {
  */
 
 function newHost(name) {
-  return { name, lookups: 0, inFlight: 0, callers: new Map(), callerList: null, series: new Map(), interval: newInterval(0) };
+  return { name, lookups: 0, inFlight: 0, callers: new Map(), callerList: null, series: new Map(), interval: newInterval(0), recent: createRecent(RECENT_MAX) };
 }
 
 function newInterval(inFlight) {
-  return { lookups: 0, errors: 0, seconds: 0, maxSeconds: 0, duplicates: 0, maxInFlight: inFlight, timeouts: 0 };
+  return { lookups: 0, errors: 0, seconds: 0, queueWaitSeconds: 0, resolveSeconds: 0, queuedLookups: 0, maxSeconds: 0, duplicates: 0, maxInFlight: inFlight, timeouts: 0 };
+}
+
+/**
+ * libuv's DNS slots replayed: lookups get a slot FIFO as slots free. A lookup gets `began` (an
+ * hrtime bigint) when it takes a slot.
+ * @param {() => number} sizeOf number of slots, read at the first lookup (after the app's
+ *   top-level code may have set UV_THREADPOOL_SIZE, as libuv reads it when the pool starts)
+ */
+function createSlotModel(sizeOf) {
+  let size = null;
+  let running = 0;
+  let queue = [];
+  let head = 0;
+  const model = {
+    get size() {
+      return size;
+    },
+    submit(ctx) {
+      if (size === null) size = sizeOf();
+      if (running < size) {
+        running++;
+        ctx.began = ctx.start;
+      } else {
+        queue.push(ctx);
+      }
+    },
+    done(ctx, now) {
+      if (ctx.began === null) {
+        // Finished while the model had it queued: a slot came free that the model did not see
+        // (a lookup from before the agent started). It ran; its wait is unknown, count none.
+        ctx.began = ctx.start;
+        model.abandon(ctx);
+        return;
+      }
+      running--;
+      while (running < size && head < queue.length) {
+        const next = queue[head++];
+        if (!next) continue; // abandoned
+        next.began = now;
+        running++;
+      }
+      if (head > 1024 && head * 2 > queue.length) {
+        queue = queue.slice(head);
+        head = 0;
+      }
+    },
+    abandon(ctx) {
+      const at = queue.indexOf(ctx, head);
+      if (at !== -1) queue[at] = null;
+      else if (ctx.began !== null && running > 0) running--;
+    },
+  };
+  return model;
+}
+
+/**
+ * The most recent lookups of one hostname (time, duration, wait), for percentiles.
+ * @param {number} max
+ */
+function createRecent(max) {
+  const at = new Float64Array(max);
+  const total = new Float64Array(max);
+  const wait = new Float64Array(max);
+  let next = 0;
+  let count = 0;
+  return {
+    add(time, seconds, waited) {
+      at[next] = time;
+      total[next] = seconds;
+      wait[next] = waited;
+      next = (next + 1) % max;
+      if (count < max) count++;
+    },
+    /** p50, p99 and standard deviation of lookups since `since`, and the tail's split. */
+    stats(since) {
+      const idx = [];
+      for (let k = 0; k < count; k++) if (at[k] >= since) idx.push(k);
+      if (idx.length === 0) return { recentLookups: 0, p50: null, p99: null, stddev: null, tail: null };
+      idx.sort((a, b) => total[a] - total[b]);
+      const n = idx.length;
+      const rank = (q) => total[idx[Math.min(n - 1, Math.ceil(q * n) - 1)]];
+      let sum = 0;
+      for (const k of idx) sum += total[k];
+      const mean = sum / n;
+      let sq = 0;
+      for (const k of idx) sq += (total[k] - mean) ** 2;
+      const p99 = rank(0.99);
+      // The tail: every lookup at or above p99 (the slowest 1 %, at least one).
+      let tn = 0;
+      let tWait = 0;
+      let tTotal = 0;
+      for (let j = n - 1; j >= 0 && total[idx[j]] >= p99; j--) {
+        tn++;
+        tWait += wait[idx[j]];
+        tTotal += total[idx[j]];
+      }
+      return {
+        recentLookups: n,
+        p50: rank(0.5),
+        p99,
+        stddev: Math.sqrt(sq / n),
+        mean,
+        tail: { lookups: tn, meanSeconds: tTotal / tn, queueWaitSeconds: tWait / tn, resolveSeconds: (tTotal - tWait) / tn },
+      };
+    },
+  };
 }
 
 /**

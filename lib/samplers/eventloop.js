@@ -5,6 +5,13 @@ const { Histogram } = require('../histogram');
 const { EVENTLOOP_BUCKETS } = require('../metrics');
 
 const RESOLUTION_MS = 10;
+// Linux: nanoseconds the calling thread ran on a CPU and waited on a run queue for one
+// (Documentation/scheduler/sched-stats.rst). Opened once from the main thread and re-read in
+// place (pread at 0, about 4 us): a procfs file, no disk.
+const THREAD_SCHEDSTAT = '/proc/thread-self/schedstat';
+// How often the main thread's CPU time is read, to tell a loop the app blocked (the thread ran
+// all along) from a loop whose thread waited for a CPU (an overloaded host, a CPU quota).
+const CPU_TICK_MS = 20;
 const RESOLUTION_NS = RESOLUTION_MS * 1e6;
 
 /**
@@ -64,6 +71,28 @@ function createEventLoopSampler(options = {}) {
   if (mode === 'iteration') setImmediate(() => monitor.reset()).unref();
   const histogram = new Histogram(EVENTLOOP_BUCKETS);
   let lastElu = performance.eventLoopUtilization();
+  const sched = openSchedstat();
+  let lastSched = sched ? sched.read() : null;
+  // Per interval: the longest lateness of the tick below, less the time the main thread waited
+  // for a CPU meanwhile. What is left the thread spent running or in a blocking call (sync I/O,
+  // Atomics.wait, execSync): the app's doing.
+  let blockedOnCpu = 0;
+  let tickTimer = null;
+  if (sched) {
+    let lastTick = process.hrtime.bigint();
+    let lastWait = lastSched ? lastSched[1] : 0;
+    tickTimer = setInterval(() => {
+      const now = process.hrtime.bigint();
+      const s = sched.read();
+      if (!s) return;
+      const late = Number(now - lastTick) / 1e9 - CPU_TICK_MS / 1000;
+      const blocked = late - (s[1] - lastWait) / 1e9;
+      if (blocked > blockedOnCpu) blockedOnCpu = blocked;
+      lastTick = now;
+      lastWait = s[1];
+    }, CPU_TICK_MS);
+    tickTimer.unref();
+  }
 
   return {
     name: 'eventloop',
@@ -102,10 +131,71 @@ function createEventLoopSampler(options = {}) {
       }
       return out;
     },
+    /**
+     * Seconds the main thread ran on a CPU and waited for one since the last endInterval() (null where
+     * the platform does not tell): a loop late because its thread waited for a CPU (an
+     * overloaded host, a CPU quota) is not an app blocking its loop.
+     */
+    details() {
+      const now = sched ? sched.read() : null;
+      const known = now !== null && lastSched !== null;
+      return {
+        mainThreadCpuSeconds: known ? (now[0] - lastSched[0]) / 1e9 : null,
+        mainThreadWaitSeconds: known ? (now[1] - lastSched[1]) / 1e9 : null,
+        // the longest stretch the loop was late, less the thread's wait for a CPU (null off Linux)
+        blockedOnCpuMaxSeconds: sched ? Math.max(0, blockedOnCpu) : null,
+      };
+    },
+    /** Start a new interval. */
+    endInterval() {
+      lastSched = sched ? sched.read() : null;
+      blockedOnCpu = 0;
+    },
     close() {
       monitor.disable();
+      if (tickTimer) clearInterval(tickTimer);
+      if (sched) sched.close();
     },
   };
+}
+
+/**
+ * The calling (main) thread's schedstat, opened once: read() gives [ns on a CPU, ns waiting for
+ * one] or null. Null off Linux or where the kernel does not provide it.
+ */
+function openSchedstat() {
+  if (process.platform !== 'linux') return null;
+  const fs = require('fs');
+  let fd;
+  try {
+    fd = fs.openSync(THREAD_SCHEDSTAT, 'r');
+  } catch {
+    return null;
+  }
+  const buf = Buffer.alloc(128);
+  const sched = {
+    read() {
+      if (fd === null) return null;
+      try {
+        const n = fs.readSync(fd, buf, 0, buf.length, 0);
+        const f = buf.toString('latin1', 0, n).split(' ');
+        const out = [Number(f[0]), Number(f[1])];
+        return Number.isFinite(out[0]) && Number.isFinite(out[1]) ? out : null;
+      } catch {
+        return null;
+      }
+    },
+    close() {
+      if (fd === null) return;
+      try {
+        fs.closeSync(fd);
+      } catch {
+        // already closed
+      }
+      fd = null;
+    },
+  };
+  return sched.read() ? sched : (sched.close(), null);
 }
 
 /**

@@ -63,7 +63,7 @@ const SAMPLERS = Object.freeze([
 
 function createDns(ctx) {
   const sampler = require('./dns').createDnsSampler({ maxNames: ctx.options.dns.maxNames, resolver: ctx.resolver });
-  ctx.ownIo.captureLookup(sampler.originalLookup);
+  ctx.ownIo.captureLookup(sampler.ownLookup);
   return sampler;
 }
 

@@ -38,6 +38,23 @@ describe('the incident lab (examples/incidents)', function () {
       assert.equal(f.evidence.resolvConf.timeout, 5);
       assert.equal(f.evidence.resolvConf.attempts, 2);
     });
+
+    it('numa: a resolver with a periodic slow answer: dns-tail-latency names the host, p50, p99 and stddev, and puts the tail at the resolver', async () => {
+      const r = await require('../../examples/incidents/numa').run({ ...quiet, seconds: 5 });
+      const f = r.snapshot.findings.find((x) => x.id === 'dns-tail-latency');
+      assert.ok(f, r.findings.join());
+      assert.equal(f.evidence.place, 'resolver');
+      const h = f.evidence.hostnames[0];
+      assert.equal(h.name, 'api.numa.test');
+      // Ground truth: the server answered every 50th query after 150 ms, the rest after 2 ms.
+      assert.ok(r.slowAnswers >= 2, `${r.slowAnswers} slow answers`);
+      assert.ok(h.p99 >= 0.15 && h.p99 < 0.5, `p99 ${h.p99}`);
+      assert.ok(h.p50 < 0.05, `p50 ${h.p50}`);
+      assert.ok(h.stddev > 0.01, `stddev ${h.stddev}`);
+      assert.ok(h.tail.queueWaitSeconds < 0.01, 'one lookup at a time: no wait for a DNS slot');
+      assert.match(f.advice.join(' '), /hedging/i);
+      assert.ok(!r.findings.includes('threadpool-dns-saturated'), r.findings.join());
+    });
   });
 
   it('zooz: CPU-bound handlers and no keep-alive give eventloop-blocked and http-no-keepalive, and no threadpool finding', async () => {

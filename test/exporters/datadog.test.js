@@ -67,6 +67,11 @@ describe('exporters/datadog: DogStatsD to a receiver the test runs', function ()
     const durations = receiver.find('dns.lookup.duration', ['dns_question_name:localhost']);
     assert.equal(durations.length, out.lookups);
     assert.ok(durations.every((m) => m.type === 'd' && m.rate === 1 && m.value > 0 && m.value < 1));
+    // Their wait for a DNS slot: one distribution value per lookup too, within its duration.
+    const waits = receiver.find('nodejs.dns.lookup.queue_wait', ['dns_question_name:localhost']);
+    assert.equal(waits.length, out.lookups);
+    assert.ok(waits.every((m) => m.type === 'd' && m.value >= 0 && m.value < 1));
+    assert.equal(receiver.find('nodejs.dns.lookup.queue_wait.count').length, 0);
 
     assert.ok(Math.max(...receiver.datagrams) <= 1400, `largest datagram ${Math.max(...receiver.datagrams)} bytes`);
     assert.ok(receiver.metrics.length / receiver.datagrams.length >= 5, `${receiver.metrics.length} metrics in ${receiver.datagrams.length} datagrams`);

@@ -148,6 +148,15 @@ describe('exporters/otlp: standalone, real OTLP exporters, against the test DNS 
         assert.equal(point(rows, 'dns.lookup.duration', { 'dns.question.name': 'broken.otlp.test', 'error.type': 'EAI_AGAIN' }).count, 1);
         assert.equal(point(rows, 'dns.lookup.duration', { 'dns.question.name': 'missing.otlp.test' }), undefined);
         assert.equal(dnsRows[0].points.length, 4, 'the agent\'s own probe lookups (localhost) are not the app\'s');
+        // Each lookup's wait for a DNS slot, by the same names, one observation per lookup.
+        const waitRows = rows.filter((m) => m.name === 'nodejs.dns.lookup.queue_wait');
+        assert.equal(waitRows.length, 1);
+        assert.equal(waitRows[0].kind, 'histogram');
+        assert.equal(waitRows[0].unit, 's');
+        const slowWait = point(rows, 'nodejs.dns.lookup.queue_wait', { 'dns.question.name': 'slow.otlp.test' });
+        assert.equal(slowWait.count, 2);
+        assert.ok(slowWait.sum <= slow.sum, `wait ${slowWait.sum} s within the lookups' ${slow.sum} s`);
+        assert.equal(waitRows[0].points.length, 4, 'hostnames as in dns.lookup.duration, the probe\'s localhost not among them');
 
         const queued = point(rows, 'nodejs.uv.threadpool.queued', { 'nodejs.uv.threadpool.kind': 'dns' });
         assert.equal(queued.metric.kind, 'gauge');

@@ -62,6 +62,8 @@ describe('exporters/prometheus', function () {
     assert.ok(check.ok, check.output);
     const samples = parsePrometheus(out.text);
     assert.equal(sampleValue(samples, 'dns_lookup_duration_seconds_count', { dns_question_name: 'localhost' }), 1);
+    // The same lookup's wait for a DNS slot, by the same name.
+    assert.equal(sampleValue(samples, 'nodejs_dns_lookup_queue_wait_seconds_count', { dns_question_name: 'localhost' }), 1);
     // No lookup failed: no error series, and no NaN anywhere.
     assert.ok(!samples.some((s) => s.name.startsWith('dns_') && s.labels.error_type !== ''));
     assert.ok(samples.every((s) => !Number.isNaN(s.value)));

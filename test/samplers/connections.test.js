@@ -1,38 +1,94 @@
 'use strict';
 
 const assert = require('node:assert/strict');
+const fs = require('fs');
+const os = require('os');
 const path = require('path');
+const { spawnSync } = require('child_process');
 const { withDnsServer } = require('../helpers/dns-server');
 const { runInNamespace, resolvConf } = require('../helpers/namespace');
 const { FIXTURES, runNode, lastJson } = require('../helpers/child');
 
 const APP = path.join(FIXTURES, 'connections-app.js');
 
+/** A self-signed certificate for 127.0.0.1 (openssl), or null when openssl is missing. */
+function selfSigned() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'uvscope-tls-'));
+  const key = path.join(dir, 'key.pem');
+  const cert = path.join(dir, 'cert.pem');
+  const r = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' });
+  if (r.status !== 0) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    return null;
+  }
+  return { dir, key, cert };
+}
+
 describe('samplers/connections', function () {
-  it('counts new and reused connections as the server sees them: keep-alive, no keep-alive, fetch', async () => {
-    const r = await runNode([APP], { env: { FIXTURE_PLAN: JSON.stringify({ keepAlive: 5, noKeepAlive: 3, fetch: 3 }) } });
+  let tls;
+  before(() => {
+    tls = selfSigned();
+  });
+  after(() => {
+    if (tls) fs.rmSync(tls.dir, { recursive: true, force: true });
+  });
+
+  it('counts a request as new only when its socket was created for it, as the server counts connections: every client kind, queued requests included', async function () {
+    if (!tls && process.env.CI) throw new Error('openssl is required in CI for the https case');
+    const steps = [
+      // The issue's reproduction: 16 clients on one keep-alive agent with 4 sockets, the next
+      // request sent from the previous response's 'end': 12 requests at a time wait for a socket.
+      { client: 'keepAlive', requests: 400, concurrency: 16, maxSockets: 4 },
+      { client: 'keepAlive', requests: 5 },
+      { client: 'noKeepAlive', requests: 6, concurrency: 2 },
+      { client: 'custom', requests: 60, concurrency: 8, maxSockets: 2 },
+      // fetch sent one after another: undici opens a second connection for the second request
+      // (the first is not yet back in its pool when the body has been read); the server counts 2.
+      { client: 'fetch', requests: 10 },
+      { client: 'fetch', requests: 60, concurrency: 6 },
+      { client: 'undici', requests: 60, concurrency: 8, maxSockets: 3 },
+      ...(tls ? [{ client: 'https', requests: 60, concurrency: 8, maxSockets: 2 }] : []),
+    ];
+    const r = await runNode([APP], { env: { FIXTURE_PLAN: JSON.stringify({ steps, tls }) } });
     assert.equal(r.code, 0, r.stderr);
-    const { counts, requests, tcp } = lastJson(r.stdout);
-    // Ground truth: the server's own 'connection' events during each step.
-    assert.equal(counts.keepAlive.connections, 1);
-    assert.equal(counts.noKeepAlive.connections, 3);
-    assert.equal(requests['http:false'], counts.keepAlive.connections + counts.noKeepAlive.connections);
-    assert.equal(requests['http:true'], 5 - counts.keepAlive.connections);
-    assert.equal(requests['fetch:false'], counts.fetch.connections);
-    assert.equal((requests['fetch:true'] || 0) + requests['fetch:false'], 3);
-    // Every new TCP connection was timed; to 127.0.0.1 there is no lookup, so no dns phase.
-    assert.equal(tcp.count, 1 + 3 + counts.fetch.connections);
+    const { counts, requests } = lastJson(r.stdout);
+    for (const c of counts) {
+      const what = `${c.client} x${c.concurrency || 1}: the server counted ${c.connections} connection(s)`;
+      // Ground truth: the server's own connection events during the step.
+      assert.equal(c.agent.newConnections, c.connections, `${what}, uvscope ${c.agent.newConnections} new`);
+      assert.equal(c.agent.requests, c.requests, what);
+    }
+    // The agent's sockets per step, as the server saw them: queued requests reuse them.
+    assert.equal(counts[0].connections, 4);
+    assert.equal(counts[1].connections, 1);
+    assert.equal(counts[2].connections, 6);
+    assert.equal(counts[3].connections, 2);
+    assert.ok(counts[6].connections <= 3);
+    if (tls) assert.equal(counts[7].connections, 2);
+    const sum = (client, reused) => counts.filter((c) => ['fetch', 'undici'].includes(c.client) === (client === 'fetch')).reduce((a, c) => a + (reused ? c.requests - c.connections : c.connections), 0);
+    assert.equal(requests['http:false'], sum('http', false));
+    assert.equal(requests['http:true'], sum('http', true));
+    assert.equal(requests['fetch:false'], sum('fetch', false));
+    assert.equal(requests['fetch:true'], sum('fetch', true));
+  });
+
+  it('times every new TCP connection (no dns phase to an IP address)', async () => {
+    const r = await runNode([APP], { env: { FIXTURE_PLAN: JSON.stringify({ steps: [{ client: 'keepAlive', requests: 5 }, { client: 'noKeepAlive', requests: 3 }, { client: 'fetch', requests: 3 }] }) } });
+    assert.equal(r.code, 0, r.stderr);
+    const { counts, tcp, dns } = lastJson(r.stdout);
+    assert.equal(tcp.count, counts.reduce((a, c) => a + c.connections, 0));
+    assert.equal(dns, null);
     assert.ok(tcp.sum / tcp.count < 0.05, `loopback connect ${tcp.sum / tcp.count} s`);
   });
 
   describe('against a DNS server the test controls', function () {
-    const server = withDnsServer({ address: '127.0.0.2', names: { 'conn.slow.test': { a: '127.0.0.1', delayMs: 150 } } });
+    const server = withDnsServer({ address: '127.0.14.1', names: { 'conn.slow.test': { a: '127.0.0.1', delayMs: 150 } } });
 
     it('the dns phase of each connect is the time the DNS server took to answer; the tcp phase the rest', async () => {
       const r = await runInNamespace({
-        resolvConf: resolvConf({ nameserver: '127.0.0.2' }),
+        resolvConf: resolvConf({ nameserver: '127.0.14.1' }),
         args: [APP],
-        env: { FIXTURE_PLAN: JSON.stringify({ noKeepAlive: 3, host: 'conn.slow.test' }) },
+        env: { FIXTURE_PLAN: JSON.stringify({ steps: [{ client: 'noKeepAlive', requests: 3, host: 'conn.slow.test' }] }) },
       });
       assert.equal(r.code, 0, r.stderr);
       const { counts, dns, tcp } = lastJson(r.stdout);
@@ -46,7 +102,7 @@ describe('samplers/connections', function () {
       assert.ok(dns.sum >= truth - 0.003 && dns.sum <= truth + 0.03, `dns phase ${dns.sum} s, server ${truth} s`);
       assert.equal(tcp.count, 3);
       assert.ok(tcp.sum < 0.05, `tcp phase ${tcp.sum} s on loopback`);
-      assert.ok(dns.sum + tcp.sum <= counts.noKeepAlive.seconds, 'within what the app measured');
+      assert.ok(dns.sum + tcp.sum <= counts[0].seconds, 'within what the app measured');
     });
   });
 });

@@ -104,3 +104,73 @@ describe('samplers/dns: every lookup, against a DNS server the test controls', f
     assert.equal(server.queries.filter((q) => q.name === 'localhost').length, 0, 'probe lookups are answered from /etc/hosts');
   });
 });
+
+describe('samplers/dns: each lookup split into its wait for a DNS slot and its resolving, against the DNS server\'s own clock', function () {
+  const SPLIT = path.join(FIXTURES, 'queue-split-app.js');
+  const server = withDnsServer({ address: '127.0.14.2', names: { '*.split.test': { a: '127.0.0.1', delayMs: 30 } } });
+
+  async function run(plan) {
+    server.reset();
+    const port = await freePort();
+    const r = await runInNamespace({
+      resolvConf: resolvConf({ nameserver: '127.0.14.2' }),
+      args: ['--require', REGISTER, SPLIT],
+      env: { UVSCOPE_PROMETHEUS_PORT: String(port), UVSCOPE_INTERVAL_MS: '100', FIXTURE_PLAN: JSON.stringify(plan) },
+      timeoutMs: 30000,
+    });
+    assert.equal(r.code, 0, r.stderr);
+    const out = lastJson(r.stdout);
+    // Ground truth per lookup: libuv runs lookups FIFO, so the k-th lookup of a name is the k-th
+    // query for it at the server; it waited from the app's call to the query's arrival, and
+    // resolved from there to the answer.
+    const truth = { wait: 0, resolve: 0, n: 0, byHost: new Map() };
+    for (const name of plan.hosts) {
+      const calls = out.lookups.filter((l) => l.name === name);
+      const qs = server.queries.filter((q) => q.name === name);
+      assert.equal(qs.length, calls.length, `${name}: one A query per lookup`);
+      const h = { wait: 0, resolve: 0, n: calls.length };
+      calls.forEach((c, k) => {
+        h.wait += (qs[k].at - c.at) / 1000;
+        h.resolve += (qs[k].answeredAt - qs[k].at) / 1000;
+      });
+      truth.byHost.set(name, h);
+      truth.wait += h.wait;
+      truth.resolve += h.resolve;
+      truth.n += h.n;
+    }
+    const samples = parsePrometheus(out.metrics);
+    const agent = { wait: 0, total: 0, n: 0 };
+    for (const name of plan.hosts) {
+      const labels = { dns_question_name: name };
+      agent.wait += sampleValue(samples, 'nodejs_dns_lookup_queue_wait_seconds_sum', labels);
+      agent.n += sampleValue(samples, 'nodejs_dns_lookup_queue_wait_seconds_count', labels);
+      agent.total += sampleValue(samples, 'dns_lookup_duration_seconds_sum', { ...labels, error_type: '' });
+    }
+    return { out, truth, agent, samples };
+  }
+
+  it('a wolt-like backlog (16 lookups at a time, 20 names, 30 ms answers, 2 DNS slots): the mean wait and resolving are within 5 ms + 10 % of the server\'s', async () => {
+    const { truth, agent, out } = await run({ hosts: Array.from({ length: 20 }, (_, i) => `svc-${i}.split.test`), workers: 16, seconds: 2 });
+    assert.equal(agent.n, truth.n);
+    const wait = { agent: agent.wait / agent.n, truth: truth.wait / truth.n };
+    const resolve = { agent: (agent.total - agent.wait) / agent.n, truth: truth.resolve / truth.n };
+    if (process.env.UVSCOPE_TEST_VERBOSE) console.log({ wait, resolve, lookups: agent.n });
+    assert.ok(wait.truth > 0.1, `a real backlog: the server saw lookups wait ${wait.truth} s on average`);
+    assert.ok(Math.abs(wait.agent - wait.truth) <= 0.005 + 0.1 * wait.truth, `wait: uvscope ${wait.agent} s, server ${wait.truth} s`);
+    assert.ok(Math.abs(resolve.agent - resolve.truth) <= 0.005 + 0.1 * resolve.truth, `resolving: uvscope ${resolve.agent} s, server ${resolve.truth} s`);
+    // The snapshot's per-host figures add up to the same split.
+    const hosts = out.snapshot.details.dns.hosts;
+    assert.equal(out.snapshot.details.dns.dnsSlots, 2);
+    for (const h of hosts) {
+      assert.ok(h.p50 > 0 && h.p99 >= h.p50 && h.stddev >= 0, JSON.stringify(h));
+    }
+  });
+
+  it('with no backlog (one lookup at a time) the queue wait is about 0 and resolving is the server\'s time', async () => {
+    const { truth, agent } = await run({ hosts: ['one.split.test', 'two.split.test'], workers: 1, seconds: 1 });
+    assert.equal(agent.n, truth.n);
+    assert.ok(agent.wait / agent.n < 0.001, `mean wait ${agent.wait / agent.n} s`);
+    const resolve = { agent: (agent.total - agent.wait) / agent.n, truth: truth.resolve / truth.n };
+    assert.ok(Math.abs(resolve.agent - resolve.truth) <= 0.005 + 0.1 * resolve.truth, `resolving: uvscope ${resolve.agent} s, server ${resolve.truth} s`);
+  });
+});

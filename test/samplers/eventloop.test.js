@@ -39,6 +39,32 @@ describe('samplers/eventloop', function () {
     assert.ok(value(next, 'nodejs.eventloop.delay.max') < 0.05, 'the block does not leak into the next interval');
   });
 
+  it('tells a loop the app blocked (on a CPU or in a blocking call) from a thread waiting for a CPU (Linux)', async function () {
+    sampler = createEventLoopSampler();
+    if (sampler.details().blockedOnCpuMaxSeconds === null) this.skip();
+    await sleep(100);
+    sampler.endInterval();
+    // A blocking call: the thread sleeps 200 ms in Atomics.wait, needing no CPU; still the app's.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+    await sleep(60);
+    const d = sampler.details();
+    // Ground truth: the 200 ms the test blocked for; none of it was a wait for a CPU.
+    assert.ok(d.blockedOnCpuMaxSeconds > 0.15 && d.blockedOnCpuMaxSeconds < 0.25, JSON.stringify(d));
+    sampler.endInterval();
+    await sleep(100);
+    assert.ok(sampler.details().blockedOnCpuMaxSeconds < 0.05, 'the next interval starts over');
+    // Busy for 200 ms: what the thread ran plus what it may have waited for a CPU is the 200 ms;
+    // the figure is the part it did not wait.
+    sampler.endInterval();
+    const before = sampler.details();
+    block(200);
+    await sleep(60);
+    const after = sampler.details();
+    const waited = after.mainThreadWaitSeconds - before.mainThreadWaitSeconds;
+    assert.ok(after.blockedOnCpuMaxSeconds <= 0.2 - waited + 0.03, `${after.blockedOnCpuMaxSeconds} s blocked, ${waited} s waited for a CPU`);
+    assert.ok(after.blockedOnCpuMaxSeconds >= 0.2 - waited - 0.03, `${after.blockedOnCpuMaxSeconds} s blocked, ${waited} s waited for a CPU`);
+  });
+
   it('an idle loop reads near zero delay (the 10 ms sampling resolution is subtracted)', async () => {
     sampler = createEventLoopSampler();
     await sleep(300);

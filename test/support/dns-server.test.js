@@ -126,6 +126,20 @@ describe('test helper: dns-server (in process)', function () {
     assert.equal(server.count('burst.test', 'A'), n);
   });
 
+  it('slowEvery: every n-th query of a name is answered after slowDelayMs, the rest after delayMs', async function () {
+    server.setName('periodic.test', { delayMs: 0, slowEvery: 3, slowDelayMs: 150 });
+    const times = [];
+    for (let i = 1; i <= 6; i++) {
+      const t0 = Date.now();
+      await client.query(100 + i, 'periodic.test', 'A');
+      times.push(Date.now() - t0);
+    }
+    const q = server.queries.filter((x) => x.name === 'periodic.test');
+    assert.deepEqual(q.map((x) => x.slow), [false, false, true, false, false, true]);
+    assert.ok(times[2] >= 140 && times[5] >= 140, times.join());
+    assert.ok(q.filter((x) => !x.slow).every((x) => x.answeredAt - x.at < 100));
+  });
+
   it('answers over TCP on the same port', async function () {
     server.setName('tcp.test', { a: '127.0.0.8' });
     const reply = await new Promise((resolve, reject) => {

@@ -10,11 +10,19 @@ const busyMs = Number(process.env.BUSY_MS || 0);
 const agent = new http.Agent({ keepAlive: false });
 let next = 0;
 
+// busyMs of this thread's CPU time (not wall time, which an overloaded host stretches).
+const cpuMs = typeof process.threadCpuUsage === 'function'
+  ? () => { const u = process.threadCpuUsage(); return (u.user + u.system) / 1000; }
+  : () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
+function burnCpu(ms) {
+  const end = cpuMs() + ms;
+  let x = 0;
+  while (cpuMs() < end) for (let i = 0; i < 1000; i++) x += Math.sqrt(i);
+  return x;
+}
+
 const server = http.createServer((req, res) => {
-  if (busyMs) {
-    const end = Date.now() + busyMs;
-    while (Date.now() < end); // a CPU-bound handler: render, JSON, crypto...
-  }
+  if (busyMs) burnCpu(busyMs); // a CPU-bound handler: render, JSON, crypto...
   const host = hosts[next++ % hosts.length];
   http.get({ host, port: upstreamPort, path: '/', agent }, (up) => {
     up.resume();
