@@ -452,6 +452,10 @@ function dnsTailLatency(window, lim) {
       const place = h.tail.queueWaitSeconds >= excess / 2 ? 'dns-slots' : loopMax >= excess / 2 ? 'event-loop' : 'resolver';
       return { ...h, excess, place };
     })
+    // While other work held the pool (threadpool-saturated), lookups waited for a thread that the
+    // DNS-slot replay does not see: that tail is not the resolver's, so no resolver claim (and no
+    // hedging advice) is made then; threadpool-saturated names the holder.
+    .filter((h) => h.place !== 'resolver' || !window.some((s) => s.poolHeld))
     .sort((a, b) => b.tail.lookups * b.excess - a.tail.lookups * a.excess);
   if (hot.length === 0) return null;
   const seconds = windowSeconds(window);

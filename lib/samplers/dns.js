@@ -377,18 +377,34 @@ function createSlotModel(sizeOf) {
  * @param {number} max
  */
 function createRecent(max) {
-  const at = new Float64Array(max);
-  const total = new Float64Array(max);
-  const wait = new Float64Array(max);
+  // Grown as lookups come (16, 32, ... max), so a name looked up now and then costs a few hundred
+  // bytes, not 3 x max x 8 (48 KiB at 2048) from its first lookup.
+  let capacity = Math.min(16, max);
+  let at = new Float64Array(capacity);
+  let total = new Float64Array(capacity);
+  let wait = new Float64Array(capacity);
   let next = 0;
   let count = 0;
+  const grow = (a, size) => {
+    const b = new Float64Array(size);
+    b.set(a);
+    return b;
+  };
   return {
     add(time, seconds, waited) {
+      if (count === capacity && capacity < max) {
+        // Full but below max: nothing was overwritten yet, entries 0..count-1 keep their places.
+        capacity = Math.min(capacity * 2, max);
+        at = grow(at, capacity);
+        total = grow(total, capacity);
+        wait = grow(wait, capacity);
+        next = count;
+      }
       at[next] = time;
       total[next] = seconds;
       wait[next] = waited;
-      next = (next + 1) % max;
-      if (count < max) count++;
+      next = (next + 1) % capacity;
+      if (count < capacity) count++;
     },
     /** p50, p99 and standard deviation of lookups since `since`, and the tail's split. */
     stats(since) {
