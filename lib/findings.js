@@ -66,6 +66,9 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
       previousTime = sample.time;
       window.push(summary);
       if (window.length > size) window.shift();
+      // dns-tail-latency reads the latest summary's tails only (they cover the sampler's last
+      // 60 s already): kept in every summary they cost ~18 KB per kept hostname.
+      if (window.length > 1) window[window.length - 2].tails = null;
       // While other work holds every pool thread, lookups wait for a thread, not because they are
       // many (threadpool-saturated names the holder): that waiting is not dns-no-cache's cost.
       summary.poolHeld = Boolean(summary.pool) && poolHeld(summary, lim);
