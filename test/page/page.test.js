@@ -207,7 +207,8 @@ describe('the page (lib/page) in a real browser', function () {
         if (ids.length === 0) assert.match(await text(page, '#findings'), /No findings/);
         await page.locator('#dns-table tr[data-host="localhost"]').waitFor();
         const [, requests, fresh, reused] = await page.locator('#conn-table tbody tr').first().locator('td').allInnerTexts();
-        assert.ok(Number(requests) > 0 && Number(fresh) === 0 && Number(reused) === Number(requests), `requests ${requests}, new ${fresh}, reused ${reused}`);
+        // Ground truth: the app's keep-alive agent opens at most 2 sockets (maxSockets 2) and reuses them.
+        assert.ok(Number(requests) > 0 && Number(fresh) <= 2 && Number(reused) === Number(requests) - Number(fresh), `requests ${requests}, new ${fresh}, reused ${reused}`);
         await screenshot(page, 'healthy');
         const firstPid = app.pid;
 
