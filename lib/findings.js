@@ -301,6 +301,10 @@ function dnsNoCache(window, lim, callersByName) {
   }
   // Sustained repetition that costs: many lookups of one name over several intervals, and either
   // much time spent in them or much waiting for DNS slots because of them.
+  // While other work held the pool in the window, the lookups' time is that work's doing
+  // (threadpool-saturated names it); the probe sees the hold only when it completes, so intervals
+  // just before it count too: no caching claim then.
+  if (heldIntervals > 0) return null;
   const hot = [...byName.values()]
     .filter((h) => h.lookups >= lim.noCacheMinLookups && h.intervals >= lim.noCacheIntervals
       && (h.seconds / seconds >= lim.noCacheSecondsPerSecond || h.queueWaitSeconds / seconds >= lim.noCacheQueueWaitPerSecond))
