@@ -143,6 +143,9 @@ function summarize(sample, previous, previousTime) {
 }
 
 function threadpoolDnsSaturated(window, lim) {
+  // Other work held the pool in the window (threadpool-saturated names it): the probe sees a hold
+  // only when it completes, so neighbouring intervals can look like a DNS queue. No DNS claim then.
+  if (window.some((s) => s.poolHeld)) return null;
   // A blocked event loop delays the probe's callback and keeps finished lookups counted as
   // pending until their callbacks run: only a wait beyond the loop's own delay is queueing.
   const hot = window.filter((s) => {
