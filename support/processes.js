@@ -70,4 +70,27 @@ function stopChild(child, { signal = 'SIGKILL', graceMs = 5000 } = {}) {
   });
 }
 
-module.exports = { cleanEnv, freePort, stopChild };
+/**
+ * The first line a child writes on stdout (an app saying it is ready); rejects if the child exits
+ * first. The rest of its output is drained.
+ * @param {import('node:child_process').ChildProcess} child spawned with stdout 'pipe'
+ * @param {string} [name] for the error message
+ * @returns {Promise<string>}
+ */
+function firstLine(child, name = 'the app') {
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    const onData = (d) => {
+      buf += d;
+      const nl = buf.indexOf('\n');
+      if (nl === -1) return;
+      child.stdout.off('data', onData);
+      child.stdout.resume();
+      resolve(buf.slice(0, nl));
+    };
+    child.stdout.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${name} exited (${code}) before it was ready`)));
+  });
+}
+
+module.exports = { cleanEnv, freePort, stopChild, firstLine };

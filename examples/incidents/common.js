@@ -7,7 +7,7 @@ const path = require('path');
 const { spawn } = require('child_process');
 const { createDnsServer } = require('../../support/dns-server');
 const { namespaceSupport, spawnInNamespace, resolvConf } = require('../../support/namespace');
-const { freePort, cleanEnv, stopChild } = require('../../support/processes');
+const { freePort, cleanEnv, stopChild, firstLine } = require('../../support/processes');
 const { findPoint } = require('../../lib/snapshot');
 
 const REGISTER = path.join(__dirname, '..', '..', 'register.js');
@@ -47,23 +47,7 @@ async function startApp({ app, env = {}, conf = {}, namespace = true }) {
   const child = namespace
     ? spawnInNamespace({ resolvConf: resolvConf({ nameserver: DNS_ADDRESS, ...conf }), args, env: fullEnv, stdio })
     : spawn(process.execPath, args, { env: fullEnv, stdio });
-  const ready = await new Promise((resolve, reject) => {
-    let buf = '';
-    const onData = (d) => {
-      buf += d;
-      const nl = buf.indexOf('\n');
-      if (nl === -1) return;
-      child.stdout.off('data', onData);
-      child.stdout.resume();
-      try {
-        resolve(JSON.parse(buf.slice(0, nl)));
-      } catch (err) {
-        reject(err);
-      }
-    };
-    child.stdout.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`${app} exited (${code}) before it was ready`)));
-  });
+  const ready = JSON.parse(await firstLine(child, app));
   const get = async (p) => (await fetch(`http://127.0.0.1:${metricsPort}${p}`)).json();
   const page = `http://127.0.0.1:${metricsPort}/`;
   announce(`    live page of ${app}: ${page} (while it runs)`);

@@ -15,28 +15,12 @@ const { spawn } = require('node:child_process');
 const { withDnsServer } = require('../helpers/dns-server');
 const { spawnInNamespace, resolvConf } = require('../helpers/namespace');
 const { REGISTER, FIXTURES, ROOT, cleanEnv, freePort, runNode, stopChild } = require('../helpers/child');
+const { firstLine } = require('../../support/processes');
 const { requireBrowser, launchBrowser, screenshot } = require('../helpers/browser');
 
 const NAMESERVER = '127.0.18.1';
 const STATSD_APP = path.join(ROOT, 'examples', 'incidents', 'apps', 'statsd-app.js');
 const CLI = path.join(ROOT, 'bin', 'uvscope.js');
-
-/** Resolves with the child's first stdout line (the app is ready), rejects if it exits first. */
-function firstLine(child) {
-  return new Promise((resolve, reject) => {
-    let buf = '';
-    const onData = (d) => {
-      buf += d;
-      const nl = buf.indexOf('\n');
-      if (nl === -1) return;
-      child.stdout.off('data', onData);
-      child.stdout.resume();
-      resolve(buf.slice(0, nl));
-    };
-    child.stdout.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`the app exited (${code}) before it was ready`)));
-  });
-}
 
 /** Resolves once the agent's endpoint answers (it starts on the app's first timer tick). */
 async function endpointUp(port, timeoutMs = 10000) {
