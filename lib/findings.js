@@ -123,7 +123,9 @@ function summarize(sample, previous, previousTime) {
     queuedDns: Math.max(0, (value('nodejs.uv.threadpool.queued', { 'nodejs.uv.threadpool.kind': 'dns' }) || 0) - probeStuck),
     probeStuck,
     dnsWaitMean: waits.count > 0 ? waits.sum / waits.count : null,
-    delayMax: value('nodejs.eventloop.delay.max'),
+    // The monitor's, or the agent's own tick's where the monitor lost a block to a sample that
+    // ran first (see lib/samplers/eventloop.js).
+    delayMax: Math.max(value('nodejs.eventloop.delay.max') || 0, (sample.details.eventloop && sample.details.eventloop.lateMaxSeconds) || 0),
     delayP99: value('nodejs.eventloop.delay.p99'),
     // The share of its runnable time the main thread spent on a CPU rather than waiting for one:
     // on an overloaded host or under a CPU quota the loop is late without the app blocking it.

@@ -77,6 +77,10 @@ function createEventLoopSampler(options = {}) {
   // for a CPU meanwhile. What is left the thread spent running or in a blocking call (sync I/O,
   // Atomics.wait, execSync): the app's doing.
   let blockedOnCpu = 0;
+  // Per interval: the tick's longest lateness as is. monitor.reset() at each sample also drops
+  // the monitor's last timestamp (Node's Histogram::Reset), so a block that ends just before a
+  // sample, whose timer fires first, is in no interval of the monitor's; the tick still has it.
+  let lateMax = 0;
   let tickTimer = null;
   if (sched) {
     let lastTick = process.hrtime.bigint();
@@ -88,6 +92,7 @@ function createEventLoopSampler(options = {}) {
       const late = Number(now - lastTick) / 1e9 - CPU_TICK_MS / 1000;
       const blocked = late - (s[1] - lastWait) / 1e9;
       if (blocked > blockedOnCpu) blockedOnCpu = blocked;
+      if (late > lateMax) lateMax = late;
       lastTick = now;
       lastWait = s[1];
     }, CPU_TICK_MS);
@@ -144,12 +149,15 @@ function createEventLoopSampler(options = {}) {
         mainThreadWaitSeconds: known ? (now[1] - lastSched[1]) / 1e9 : null,
         // the longest stretch the loop was late, less the thread's wait for a CPU (null off Linux)
         blockedOnCpuMaxSeconds: sched ? Math.max(0, blockedOnCpu) : null,
+        // the longest stretch the loop was late, as the tick saw it (null off Linux)
+        lateMaxSeconds: sched ? Math.max(0, lateMax) : null,
       };
     },
     /** Start a new interval. */
     endInterval() {
       lastSched = sched ? sched.read() : null;
       blockedOnCpu = 0;
+      lateMax = 0;
     },
     close() {
       monitor.disable();

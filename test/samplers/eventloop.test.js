@@ -50,9 +50,12 @@ describe('samplers/eventloop', function () {
     const d = sampler.details();
     // Ground truth: the 200 ms the test blocked for; none of it was a wait for a CPU.
     assert.ok(d.blockedOnCpuMaxSeconds > 0.15 && d.blockedOnCpuMaxSeconds < 0.25, JSON.stringify(d));
+    // and the tick's own lateness, which a sample resetting the monitor cannot lose
+    assert.ok(d.lateMaxSeconds > 0.15 && d.lateMaxSeconds < 0.25, JSON.stringify(d));
     sampler.endInterval();
     await sleep(100);
     assert.ok(sampler.details().blockedOnCpuMaxSeconds < 0.05, 'the next interval starts over');
+    assert.ok(sampler.details().lateMaxSeconds < 0.05, 'the next interval starts over');
     // Busy for 200 ms: what the thread ran plus what it may have waited for a CPU is the 200 ms;
     // the figure is the part it did not wait.
     sampler.endInterval();
