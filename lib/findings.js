@@ -123,9 +123,7 @@ function summarize(sample, previous, previousTime) {
     queuedDns: Math.max(0, (value('nodejs.uv.threadpool.queued', { 'nodejs.uv.threadpool.kind': 'dns' }) || 0) - probeStuck),
     probeStuck,
     dnsWaitMean: waits.count > 0 ? waits.sum / waits.count : null,
-    // The monitor's, or the agent's own tick's where the monitor lost a block to a sample that
-    // ran first (see lib/samplers/eventloop.js).
-    delayMax: Math.max(value('nodejs.eventloop.delay.max') || 0, (sample.details.eventloop && sample.details.eventloop.lateMaxSeconds) || 0),
+    delayMax: value('nodejs.eventloop.delay.max'),
     delayP99: value('nodejs.eventloop.delay.p99'),
     // The share of its runnable time the main thread spent on a CPU rather than waiting for one:
     // on an overloaded host or under a CPU quota the loop is late without the app blocking it.
@@ -567,16 +565,14 @@ function roundImpact(impact) {
   return out;
 }
 
-// The longest block of an interval, counting only the time the main thread ran on a CPU (the
-// rest it waited for one); 0 below the limits. Where the agent timed the loop's lateness with
-// the thread's CPU time (Linux), that is the measure; else the interval's share of CPU time.
+// The longest block of an interval, less the time the main thread waited for a CPU (an
+// overloaded host is not the app's block); 0 below the limits. Where the thread's wait is known
+// (Linux), the lateness less all the interval's wait; else scaled by the interval's CPU share.
 function blockedInInterval(s, lim) {
   if (s.startup) return 0;
   let max;
   let p99;
   if (typeof s.loopBlockedOnCpu === 'number') {
-    // The agent's own 20 ms tick times the loop too: a sample that runs between a block's end
-    // and the delay monitor's next firing loses that block from the monitor's interval.
     max = s.loopBlockedOnCpu;
     p99 = Math.min(s.delayP99 || 0, s.loopBlockedOnCpu);
   } else {

@@ -9,9 +9,6 @@ const RESOLUTION_MS = 10;
 // (Documentation/scheduler/sched-stats.rst). Opened once from the main thread and re-read in
 // place (pread at 0, about 4 us): a procfs file, no disk.
 const THREAD_SCHEDSTAT = '/proc/thread-self/schedstat';
-// How often the main thread's CPU time is read, to tell a loop the app blocked (the thread ran
-// all along) from a loop whose thread waited for a CPU (an overloaded host, a CPU quota).
-const CPU_TICK_MS = 20;
 const RESOLUTION_NS = RESOLUTION_MS * 1e6;
 
 /**
@@ -73,31 +70,25 @@ function createEventLoopSampler(options = {}) {
   let lastElu = performance.eventLoopUtilization();
   const sched = openSchedstat();
   let lastSched = sched ? sched.read() : null;
-  // Per interval: the longest lateness of the tick below, less the time the main thread waited
-  // for a CPU meanwhile. What is left the thread spent running or in a blocking call (sync I/O,
-  // Atomics.wait, execSync): the app's doing.
-  let blockedOnCpu = 0;
-  // Per interval: the tick's longest lateness as is. monitor.reset() at each sample also drops
-  // the monitor's last timestamp (Node's Histogram::Reset), so a block that ends just before a
-  // sample, whose timer fires first, is in no interval of the monitor's; the tick still has it.
-  let lateMax = 0;
-  let tickTimer = null;
-  if (sched) {
-    let lastTick = process.hrtime.bigint();
-    let lastWait = lastSched ? lastSched[1] : 0;
-    tickTimer = setInterval(() => {
-      const now = process.hrtime.bigint();
-      const s = sched.read();
-      if (!s) return;
-      const late = Number(now - lastTick) / 1e9 - CPU_TICK_MS / 1000;
-      const blocked = late - (s[1] - lastWait) / 1e9;
-      if (blocked > blockedOnCpu) blockedOnCpu = blocked;
-      if (late > lateMax) lateMax = late;
-      lastTick = now;
-      lastWait = s[1];
-    }, CPU_TICK_MS);
-    tickTimer.unref();
-  }
+  // The interval's longest lateness (seconds), as sample() read it; with the thread's wait for a
+  // CPU it tells a loop the app blocked from one whose thread waited for a CPU (details()).
+  let intervalLate = 0;
+  // Timer mode: monitor.reset() also drops Node's last timestamp (Histogram::Reset), so a
+  // lateness not yet recorded when a sample resets is never recorded. That is the case when a
+  // block ends with the sample's timer and the monitor's both due and the sample runs first
+  // (another JavaScript timer was due earlier in the block). So the reset waits for the check
+  // phase, after every timer due; a lateness recorded meanwhile is carried to the next interval.
+  let readCount = 0;
+  let readMax = 0;
+  let pendingReset = null;
+  let carried = 0; // nanoseconds, as the monitor records them
+  const flushReset = () => {
+    if (pendingReset === null) return;
+    clearImmediate(pendingReset);
+    pendingReset = null;
+    if (monitor.count > readCount && monitor.max > readMax) carried = Math.max(carried, monitor.max);
+    monitor.reset();
+  };
 
   return {
     name: 'eventloop',
@@ -117,19 +108,34 @@ function createEventLoopSampler(options = {}) {
         );
       }
 
+      flushReset();
       const n = monitor.count;
+      const lateness = (ns) => Math.max(0, ns - offsetNs) / 1e9;
+      const carriedNs = carried;
+      carried = 0;
+      if (carriedNs > 0) addCarried(histogram, carriedNs, offsetNs);
+      intervalLate = Math.max(n > 0 ? lateness(monitor.max) : 0, lateness(carriedNs));
       if (n > 0) {
-        const lateness = (ns) => Math.max(0, ns - offsetNs) / 1e9;
         out.push(
           { name: 'nodejs.eventloop.delay.min', attributes: {}, value: lateness(monitor.min) },
-          { name: 'nodejs.eventloop.delay.max', attributes: {}, value: lateness(monitor.max) },
+          { name: 'nodejs.eventloop.delay.max', attributes: {}, value: intervalLate },
           { name: 'nodejs.eventloop.delay.mean', attributes: {}, value: lateness(monitor.mean) },
           { name: 'nodejs.eventloop.delay.p50', attributes: {}, value: lateness(monitor.percentile(50)) },
           { name: 'nodejs.eventloop.delay.p90', attributes: {}, value: lateness(monitor.percentile(90)) },
           { name: 'nodejs.eventloop.delay.p99', attributes: {}, value: lateness(monitor.percentile(99)) },
         );
         addToBuckets(histogram, monitor, n, offsetNs);
-        monitor.reset();
+        if (mode === 'iteration') {
+          // an iteration is recorded at its end, after this reset: nothing is lost
+          monitor.reset();
+        } else {
+          readCount = n;
+          readMax = monitor.max;
+          pendingReset = setImmediate(flushReset);
+          pendingReset.unref();
+        }
+      } else if (carriedNs > 0) {
+        out.push({ name: 'nodejs.eventloop.delay.max', attributes: {}, value: intervalLate });
       }
       if (histogram.count > 0) {
         out.push({ name: 'nodejs.eventloop.delay', attributes: {}, histogram: histogram.snapshot() });
@@ -139,29 +145,30 @@ function createEventLoopSampler(options = {}) {
     /**
      * Seconds the main thread ran on a CPU and waited for one since the last endInterval() (null where
      * the platform does not tell): a loop late because its thread waited for a CPU (an
-     * overloaded host, a CPU quota) is not an app blocking its loop.
+     * overloaded host, a CPU quota) is not an app blocking its loop. Read after sample().
      */
     details() {
       const now = sched ? sched.read() : null;
       const known = now !== null && lastSched !== null;
+      const wait = known ? (now[1] - lastSched[1]) / 1e9 : null;
       return {
         mainThreadCpuSeconds: known ? (now[0] - lastSched[0]) / 1e9 : null,
-        mainThreadWaitSeconds: known ? (now[1] - lastSched[1]) / 1e9 : null,
-        // the longest stretch the loop was late, less the thread's wait for a CPU (null off Linux)
-        blockedOnCpuMaxSeconds: sched ? Math.max(0, blockedOnCpu) : null,
-        // the longest stretch the loop was late, as the tick saw it (null off Linux)
-        lateMaxSeconds: sched ? Math.max(0, lateMax) : null,
+        mainThreadWaitSeconds: wait,
+        // The interval's longest lateness less all the time the thread waited for a CPU in the
+        // interval: what the app blocked at least, running or in a blocking call (sync I/O,
+        // Atomics.wait, execSync). A lower bound: the wait may have been outside the block.
+        blockedOnCpuMaxSeconds: known ? Math.max(0, intervalLate - wait) : null,
       };
     },
     /** Start a new interval. */
     endInterval() {
       lastSched = sched ? sched.read() : null;
-      blockedOnCpu = 0;
-      lateMax = 0;
+      intervalLate = 0;
     },
     close() {
+      if (pendingReset !== null) clearImmediate(pendingReset);
+      pendingReset = null;
       monitor.disable();
-      if (tickTimer) clearInterval(tickTimer);
       if (sched) sched.close();
     },
   };
@@ -237,6 +244,17 @@ function addToBuckets(histogram, monitor, n, resolutionNs) {
   histogram.count += n;
   histogram.sum += (n * Math.max(0, monitor.mean - resolutionNs)) / 1e9;
   histogram.frozen = null; // its cached snapshot (lib/histogram.js) is stale now
+}
+
+/** One lateness the monitor recorded after its interval was read (see flushReset), as a sample. */
+function addCarried(histogram, ns, resolutionNs) {
+  const seconds = Math.max(0, ns - resolutionNs) / 1e9;
+  let i = 0;
+  while (i < histogram.bounds.length && seconds > histogram.bounds[i]) i++;
+  histogram.counts[i] += 1;
+  histogram.count += 1;
+  histogram.sum += seconds;
+  histogram.frozen = null;
 }
 
 /**

@@ -43,29 +43,52 @@ describe('samplers/eventloop', function () {
     sampler = createEventLoopSampler();
     if (sampler.details().blockedOnCpuMaxSeconds === null) this.skip();
     await sleep(100);
-    sampler.endInterval();
+    // As the agent does: sample(), details(), endInterval().
+    const interval = () => {
+      sampler.sample();
+      const d = sampler.details();
+      sampler.endInterval();
+      return d;
+    };
+    interval();
     // A blocking call: the thread sleeps 200 ms in Atomics.wait, needing no CPU; still the app's.
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
     await sleep(60);
-    const d = sampler.details();
+    const d = interval();
     // Ground truth: the 200 ms the test blocked for; none of it was a wait for a CPU.
     assert.ok(d.blockedOnCpuMaxSeconds > 0.15 && d.blockedOnCpuMaxSeconds < 0.25, JSON.stringify(d));
-    // and the tick's own lateness, which a sample resetting the monitor cannot lose
-    assert.ok(d.lateMaxSeconds > 0.15 && d.lateMaxSeconds < 0.25, JSON.stringify(d));
-    sampler.endInterval();
     await sleep(100);
-    assert.ok(sampler.details().blockedOnCpuMaxSeconds < 0.05, 'the next interval starts over');
-    assert.ok(sampler.details().lateMaxSeconds < 0.05, 'the next interval starts over');
-    // Busy for 200 ms: what the thread ran plus what it may have waited for a CPU is the 200 ms;
-    // the figure is the part it did not wait.
-    sampler.endInterval();
-    const before = sampler.details();
+    assert.ok(interval().blockedOnCpuMaxSeconds < 0.05, 'the next interval starts over');
+    // Busy for 200 ms: the loop is 200 ms late whether the thread ran or waited for a CPU; the
+    // figure is the lateness less the interval's wait for a CPU.
     block(200);
     await sleep(60);
-    const after = sampler.details();
-    const waited = after.mainThreadWaitSeconds - before.mainThreadWaitSeconds;
+    const after = interval();
+    const waited = after.mainThreadWaitSeconds;
     assert.ok(after.blockedOnCpuMaxSeconds <= 0.2 - waited + 0.03, `${after.blockedOnCpuMaxSeconds} s blocked, ${waited} s waited for a CPU`);
     assert.ok(after.blockedOnCpuMaxSeconds >= 0.2 - waited - 0.03, `${after.blockedOnCpuMaxSeconds} s blocked, ${waited} s waited for a CPU`);
+  });
+
+  it('timer mode: a block that ends with the sample due and another timer due first is not lost (the reset waits for the check phase)', async () => {
+    sampler = createEventLoopSampler({ mode: 'timer' });
+    await sleep(100);
+    sampler.sample();
+    await sleep(20); // a loop turn: the interval's reset is done
+    // Due 1 ms after the block starts (before the monitor's next 10 ms firing, almost always),
+    // then the sample, due in the middle of the block: after the block Node runs both timers
+    // first, and the monitor's firing that measures the block comes after the sample.
+    const maxes = [];
+    setTimeout(() => {}, 1);
+    setTimeout(() => maxes.push(value(sampler.sample(), 'nodejs.eventloop.delay.max') || 0), 100);
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 250);
+    await sleep(100);
+    maxes.push(value(sampler.sample(), 'nodejs.eventloop.delay.max') || 0);
+    // Ground truth: one 250 ms block; it is in one of the two intervals, and once.
+    const seen = maxes.filter((m) => m > 0.2);
+    assert.equal(seen.length, 1, `interval maxima ${maxes}`);
+    assert.ok(seen[0] < 0.3, `interval maxima ${maxes}`);
+    const h = sampler.sample().find((p) => p.name === 'nodejs.eventloop.delay').histogram;
+    assert.ok(h.sum > 0.2, 'and in the cumulative histogram');
   });
 
   it('an idle loop reads near zero delay (the 10 ms sampling resolution is subtracted)', async () => {
