@@ -39,8 +39,10 @@ const NOT_POOL = new Set(['NONE', 'DIRHANDLE', 'DNSCHANNEL', 'ELDHISTOGRAM', 'FI
   'Timeout', 'Immediate', 'TickObject', 'Microtask', 'HTTPPARSER', 'HTTPCLIENTREQUEST',
 ]);
 
-// Distinct `other` type names kept (addons); more are counted as `_other`.
+// Distinct `other` type names kept (addons); more are counted as `_other`. Longer names are cut
+// to MAX_OTHER_TYPE_LENGTH characters (an addon's resource name is any string it likes).
 const MAX_OTHER_TYPES = 20;
+const MAX_OTHER_TYPE_LENGTH = 100;
 // Stack captures per interval beyond the first job of each type (a capture costs microseconds).
 const CALLER_SAMPLES_PER_INTERVAL = 50;
 const MAX_CALLERS = 20;
@@ -161,9 +163,10 @@ function createTracer(options = {}) {
   const trackPromisesFalse = mode !== 'off' && alsIsFrameBased() && supportsTrackPromises();
 
   function seriesFor(type, kind) {
+    if (kind === 'other' && type.length > MAX_OTHER_TYPE_LENGTH) type = type.slice(0, MAX_OTHER_TYPE_LENGTH);
     let s = series.get(type);
     if (!s) {
-      if (kind === 'other' && otherTypes >= MAX_OTHER_TYPES) return seriesFor(OTHER, 'other');
+      if (kind === 'other' && type !== OTHER && otherTypes >= MAX_OTHER_TYPES) return seriesFor(OTHER, 'other');
       if (kind === 'other') otherTypes++;
       s = {
         kind, type, pending: 0, completed: 0, seconds: 0, maxSeconds: 0,

@@ -72,6 +72,17 @@ describe('tracer with a native addon', function () {
     assert.deepEqual(r.errors, []);
   });
 
+  it('the type label is bounded: 20 addon names kept, at most 100 characters each, the rest under _other', async () => {
+    const r = await scenario('names');
+    const other = r.histograms.filter((x) => x.kind === 'other');
+    assert.equal(sum(other.map((x) => x.count)), r.names);
+    assert.equal(other.length, 21);
+    assert.equal(other[0].type, 'L'.repeat(100));
+    assert.deepEqual(other.slice(1, 20).map((x) => x.type), Array.from({ length: 19 }, (_, i) => `Name${String(i).padStart(2, '0')}`));
+    assert.deepEqual(other[20], { type: '_other', kind: 'other', count: r.names - 20, sum: other[20].sum });
+    assert.deepEqual(r.errors, []);
+  });
+
   describe('an addon that throws on completion: the app ends exactly as without uvscope', () => {
     for (const thrower of ['native', 'js']) {
       for (const handler of [true, false]) {
