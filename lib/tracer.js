@@ -136,6 +136,11 @@ function createTracer(options = {}) {
   const zlibHandles = new Map(); // asyncId -> { caller, route } of a ZLIB handle seen created
   const series = new Map(); // type -> per-type figures
   const routeLabels = new Map(); // `${method} ${route}` -> kept label
+  // An addon's async work that is deleted without ever calling back (created, never queued) has
+  // no `before`; only a destroy hook would see it, and a destroy hook costs on every tick object
+  // and, on Node 20/22, every promise. Its resource object is held by the work until deleted, so
+  // once V8 collects the resource, the job is gone: it stops counting as pending from then on.
+  const gone = typeof FinalizationRegistry === 'function' ? new FinalizationRegistry(forget) : null;
   const patched = []; // [prototype, original write]
   let hook = null;
   let armed = false;
@@ -255,6 +260,7 @@ function createTracer(options = {}) {
       // a result; where run() cannot be wrapped, crypto jobs are not counted.
       if (kind === 'crypto') patch(resource, 'run', cryptoRun);
       else count(job);
+      if (kind === 'other' && gone && resource && typeof resource === 'object') gone.register(resource, asyncId);
     } catch (err) {
       fail(err);
     }
@@ -294,6 +300,19 @@ function createTracer(options = {}) {
       if (seconds > s.maxSeconds) s.maxSeconds = seconds;
       s.histogram.observe(seconds);
       if (jobEnd.hasSubscribers) jobEnd.publish({ kind: s.kind, type: s.type, seconds });
+    } catch (err) {
+      fail(err);
+    }
+  }
+
+  // An addon job whose resource was collected before its callback came: it never ran, or never
+  // will call back. No longer pending, and no duration.
+  function forget(asyncId) {
+    try {
+      const job = jobs.get(asyncId);
+      if (!job) return;
+      jobs.delete(asyncId);
+      if (job.counted) job.series.pending--;
     } catch (err) {
       fail(err);
     }

@@ -42,8 +42,8 @@ describe('tracer with a native addon', function () {
     }
   });
 
-  async function scenario(name, env = {}) {
-    const r = await runNode([APP], {
+  async function scenario(name, env = {}, flags = []) {
+    const r = await runNode([...flags, APP], {
       env: { FIXTURE_SCENARIO: name, FIXTURE_ADDON: addon, UVSCOPE_TRACER: 'on', UV_THREADPOOL_SIZE: '4', ...env },
       timeoutMs: 60000,
     });
@@ -80,6 +80,14 @@ describe('tracer with a native addon', function () {
     assert.equal(other[0].type, 'L'.repeat(100));
     assert.deepEqual(other.slice(1, 20).map((x) => x.type), Array.from({ length: 19 }, (_, i) => `Name${String(i).padStart(2, '0')}`));
     assert.deepEqual(other[20], { type: '_other', kind: 'other', count: r.names - 20, sum: other[20].sum });
+    assert.deepEqual(r.errors, []);
+  });
+
+  it('an addon\'s async work deleted without ever being queued stops counting as pending once V8 collects it', async () => {
+    const r = await scenario('dropped', {}, ['--expose-gc']);
+    assert.equal(r.created, 2, 'its init is all the tracer sees of it at first (and one job is running)');
+    assert.equal(r.afterGc, 1, 'the job still running is pending; the dropped one is not');
+    assert.equal(r.afterWork, 0);
     assert.deepEqual(r.errors, []);
   });
 
