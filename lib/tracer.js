@@ -39,8 +39,10 @@ const NOT_POOL = new Set(['NONE', 'DIRHANDLE', 'DNSCHANNEL', 'ELDHISTOGRAM', 'FI
   'Timeout', 'Immediate', 'TickObject', 'Microtask', 'HTTPPARSER', 'HTTPCLIENTREQUEST',
 ]);
 
-// Distinct `other` type names kept (addons); more are counted as `_other`.
+// Distinct `other` type names kept (addons); more are counted as `_other`. Longer names are cut
+// to MAX_OTHER_TYPE_LENGTH characters (an addon's resource name is any string it likes).
 const MAX_OTHER_TYPES = 20;
+const MAX_OTHER_TYPE_LENGTH = 100;
 // Stack captures per interval beyond the first job of each type (a capture costs microseconds).
 const CALLER_SAMPLES_PER_INTERVAL = 50;
 const MAX_CALLERS = 20;
@@ -134,6 +136,11 @@ function createTracer(options = {}) {
   const zlibHandles = new Map(); // asyncId -> { caller, route } of a ZLIB handle seen created
   const series = new Map(); // type -> per-type figures
   const routeLabels = new Map(); // `${method} ${route}` -> kept label
+  // An addon's async work that is deleted without ever calling back (created, never queued) has
+  // no `before`; only a destroy hook would see it, and a destroy hook costs on every tick object
+  // and, on Node 20/22, every promise. Its resource object is held by the work until deleted, so
+  // once V8 collects the resource, the job is gone: it stops counting as pending from then on.
+  const gone = typeof FinalizationRegistry === 'function' ? new FinalizationRegistry(forget) : null;
   const patched = []; // [prototype, original write]
   let hook = null;
   let armed = false;
@@ -161,9 +168,10 @@ function createTracer(options = {}) {
   const trackPromisesFalse = mode !== 'off' && alsIsFrameBased() && supportsTrackPromises();
 
   function seriesFor(type, kind) {
+    if (kind === 'other' && type.length > MAX_OTHER_TYPE_LENGTH) type = type.slice(0, MAX_OTHER_TYPE_LENGTH);
     let s = series.get(type);
     if (!s) {
-      if (kind === 'other' && otherTypes >= MAX_OTHER_TYPES) return seriesFor(OTHER, 'other');
+      if (kind === 'other' && type !== OTHER && otherTypes >= MAX_OTHER_TYPES) return seriesFor(OTHER, 'other');
       if (kind === 'other') otherTypes++;
       s = {
         kind, type, pending: 0, completed: 0, seconds: 0, maxSeconds: 0,
@@ -252,6 +260,7 @@ function createTracer(options = {}) {
       // a result; where run() cannot be wrapped, crypto jobs are not counted.
       if (kind === 'crypto') patch(resource, 'run', cryptoRun);
       else count(job);
+      if (kind === 'other' && gone && resource && typeof resource === 'object') gone.register(resource, asyncId);
     } catch (err) {
       fail(err);
     }
@@ -291,6 +300,19 @@ function createTracer(options = {}) {
       if (seconds > s.maxSeconds) s.maxSeconds = seconds;
       s.histogram.observe(seconds);
       if (jobEnd.hasSubscribers) jobEnd.publish({ kind: s.kind, type: s.type, seconds });
+    } catch (err) {
+      fail(err);
+    }
+  }
+
+  // An addon job whose resource was collected before its callback came: it never ran, or never
+  // will call back. No longer pending, and no duration.
+  function forget(asyncId) {
+    try {
+      const job = jobs.get(asyncId);
+      if (!job) return;
+      jobs.delete(asyncId);
+      if (job.counted) job.series.pending--;
     } catch (err) {
       fail(err);
     }
