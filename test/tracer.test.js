@@ -3,7 +3,7 @@
 const assert = require('node:assert/strict');
 const fs = require('fs');
 const path = require('path');
-const { kindOf, routeOf, createTracer } = require('../lib/tracer');
+const { kindOf, routeOf, createTracer, supportsTrackPromises } = require('../lib/tracer');
 const { FIXTURES, runNode, lastJson } = require('./helpers/child');
 
 const APP = path.join(FIXTURES, 'tracer-app.js');
@@ -145,6 +145,22 @@ describe('tracer', function () {
     assert.equal(pbkdf2.completed, 6);
     assert.deepEqual(pbkdf2.routes, [{ method: 'POST', route: '/login', count: 5 }], 'the sixth job ran outside any request');
     assert.deepEqual(zlib.routes.map((r) => [r.method, r.route]), [['GET', '/zip/:id']]);
+  });
+
+  for (const flags of routeCases) it(`routes: work submitted after reading the body (in the 'end' listener, after awaiting it, from timers) carries the request's route; a keep-alive request not followed never inherits the previous one's${flags.length ? ` (${flags.join(' ')})` : ''}`, async () => {
+    // The app's clock would split the figures between intervals: the test samples by itself.
+    const r = await scenario('body', { UVSCOPE_INTERVAL_MS: '3600000' }, flags);
+    assert.deepEqual(r.replies, Array(14).fill(true), 'every reply is the key of its body');
+    assert.equal(r.concurrent.completed, 12);
+    const expected = [['POST', '/end', 2], ['POST', '/await', 2], ['POST', '/iterate', 2], ['POST', '/timer', 2], ['POST', '/end-timer', 2]];
+    // An async 'end' listener resumes after its await in the frame the parser captured for the
+    // connection, with no resource of the request current: on Node 24+ without promise hooks
+    // (trackPromises: false) its work has no route (never another request's); with promise hooks
+    // (Node 20/22, --no-async-context-frame) it has its own.
+    if (!supportsTrackPromises() || flags.includes('--no-async-context-frame')) expected.push(['POST', '/end-await', 2]);
+    const byRoute = (a, b) => a[1].localeCompare(b[1]);
+    assert.deepEqual(r.concurrent.routes.sort(byRoute), expected.sort(byRoute));
+    assert.deepEqual(r.keepAlive, { completed: 2, routes: [['POST', '/end', 1]] }, 'the second request (POST /end-b) was not followed');
   });
 
   it('jobs from before arming are never counted: pending never negative, completions only of jobs seen starting', async () => {
