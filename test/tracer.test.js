@@ -197,6 +197,21 @@ describe('tracer', function () {
     }
   });
 
+  it('busy pool threads with very short jobs (pool otherwise idle): within the jobs\' own occupancy; each wake-up is a scheduling, its wait per scheduling is given (Node 22+)', async function () {
+    if (process.platform !== 'linux' || NODE_MAJOR < 22) this.skip();
+    const r = await scenario('tiny', { UVSCOPE_TRACER: 'off', UVSCOPE_INTERVAL_MS: '3600000' });
+    const { busy } = r;
+    assert.equal(busy.available, true, JSON.stringify(busy));
+    assert.ok(r.jobsPerSecond > 500, `${r.jobsPerSecond} jobs/s`);
+    // One job in flight at a time: the thread that ran it sleeps before the next is submitted, so
+    // every job is at least one arrival on a CPU.
+    assert.ok(busy.schedulings >= 0.9 * r.jobsPerSecond, `${busy.schedulings} schedulings/s for ${r.jobsPerSecond} jobs/s`);
+    // Time on a CPU or waiting for one lies inside the jobs' submit-to-callback times (the two
+    // intervals differ by the sample's own microseconds).
+    assert.ok(busy.computing + busy.runnable <= r.inFlight + 0.05, `computing ${busy.computing} + runnable ${busy.runnable} vs ${r.inFlight} jobs in flight`);
+    assert.ok(Math.abs(busy.meanWaitSeconds * busy.schedulings - busy.runnable) <= 0.01 + 0.01 * busy.runnable, JSON.stringify(busy));
+  });
+
   it('auto: stays off on a healthy app, arms within seconds of a saturated pool, disarms after its window', async () => {
     const r = await scenario('auto', {
       UVSCOPE_TRACER: 'auto', UVSCOPE_INTERVAL_MS: '250', UVSCOPE_TRACER_WINDOW_MS: '2000', UVSCOPE_TRACER_COOLDOWN_MS: '60000',
