@@ -87,7 +87,7 @@ function threadpoolLines(tp, time) {
   if (waits.length) out.push(`probes: ${waits.join(', ')} for a thread`);
   if (tp.busy) {
     out.push(tp.busy.available
-      ? `busy pool threads: ${round(tp.busy.computing)} of ${tp.busy.threads} computing on CPU${typeof tp.busy.runnable === 'number' ? `, ${round(tp.busy.runnable)} waiting for a CPU` : ''} (from /proc)`
+      ? `busy pool threads: ${round(tp.busy.computing)} of ${tp.busy.threads} computing on CPU${typeof tp.busy.runnable === 'number' ? `, ${round(tp.busy.runnable)} waiting for a CPU${tp.busy.schedulings > 0 ? ` (${round(tp.busy.meanWaitSeconds * 1e6)} µs per wait)` : ''}` : ''} (from /proc)`
       : `busy pool threads: not known (${tp.busy.reason})`);
   }
   const t = tp.tracer;

@@ -88,7 +88,7 @@ const CATALOG = Object.freeze([
       perEvent: { channel: 'threadpoolJobEnd', value: 'seconds', attributes: { 'nodejs.uv.threadpool.kind': 'kind', 'nodejs.uv.threadpool.job.type': 'type' } },
     }),
   def('nodejs.uv.threadpool.busy', 'gauge', '{thread}', ['nodejs.uv.threadpool.thread.state'],
-    'Mean pool threads over the last interval from the kernel\'s per-thread CPU accounting (Linux, Node 22+): computing = on a CPU, runnable = ready but waiting for a CPU.'),
+    'Mean pool threads over the last interval from the kernel\'s per-thread CPU accounting (Linux, Node 22+): computing = on a CPU, runnable = ready but waiting for a CPU. runnable is every wait on a run queue, each wake-up\'s own microseconds included: with many very short jobs these alone reach tenths of a thread with no thread short of a CPU (details.threadpool.busy.meanWaitSeconds tells: microseconds per wait are wake-ups, milliseconds are contention).'),
   def('uvscope.tracer.armed', 'gauge', '1', [],
     '1 while the threadpool tracer (async_hooks) is armed, else 0 (UVSCOPE_TRACER=auto arms it when the pool looks saturated).'),
   def('uvscope.probe.in_flight', 'gauge', '{request}', ['nodejs.uv.threadpool.queue'],

@@ -19,11 +19,21 @@ const TASKS = '/proc/self/task';
  * A thread blocked in a system call (getaddrinfo waiting for a DNS answer, a read from a slow
  * disk) is neither computing nor runnable: it is not counted as busy here.
  *
+ * runnable is the kernel's run_delay: every wait on a run queue, whatever its cause. A thread
+ * preempted or woken behind another one waits for about a scheduler slice (milliseconds); every
+ * wake-up also waits its own latency (microseconds: the switch, on a VM the wake-up of an idle
+ * vCPU), even with a CPU free, and so does a thread woken for a job another thread took. The
+ * kernel does not split run_delay by cause, so these cannot be told apart per interval; with
+ * tens of thousands of wake-ups a second (very short jobs) the wake-ups alone add tenths of a
+ * thread. schedulings (arrivals on a CPU per second, schedstat's third field) and
+ * meanWaitSeconds (run_delay per arrival) are given so a reader can see which kind of wait it
+ * was: microseconds per arrival is wake-ups, not threads short of a CPU.
+ *
  * @param {object} [options]
  * @param {string} [options.root] the task directory (tests)
  * @param {() => bigint} [options.hrtime] monotonic clock in ns (tests)
- * @returns {{ read(): ({ available: true, threads: number, computing: number, runnable: number|null } | { available: false, reason: string }) }}
- *   runnable is null where schedstat is missing
+ * @returns {{ read(): ({ available: true, threads: number, computing: number, runnable: number|null, schedulings: number|null, meanWaitSeconds: number|null } | { available: false, reason: string }) }}
+ *   runnable, schedulings and meanWaitSeconds are null where schedstat is missing
  */
 function createPoolThreads(options = {}) {
   const root = options.root || TASKS;
@@ -49,14 +59,14 @@ function createPoolThreads(options = {}) {
 
   function times(tid) {
     try {
-      const [run, wait] = fs.readFileSync(`${root}/${tid}/schedstat`, 'latin1').trim().split(' ');
-      return { run: Number(run) / 1e9, wait: Number(wait) / 1e9, hasWait: true };
+      const [run, wait, slices] = fs.readFileSync(`${root}/${tid}/schedstat`, 'latin1').trim().split(' ');
+      return { run: Number(run) / 1e9, wait: Number(wait) / 1e9, slices: Number(slices), hasWait: true };
     } catch {
       try {
         const stat = fs.readFileSync(`${root}/${tid}/stat`, 'latin1');
         const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
         // fields[0] is the state (3rd field); utime and stime are fields 14 and 15.
-        return { run: (Number(fields[11]) + Number(fields[12])) / USER_HZ, wait: 0, hasWait: false };
+        return { run: (Number(fields[11]) + Number(fields[12])) / USER_HZ, wait: 0, slices: 0, hasWait: false };
       } catch {
         return null;
       }
@@ -93,6 +103,8 @@ function createPoolThreads(options = {}) {
       }
       let computing = 0;
       let runnable = 0;
+      let slices = 0;
+      let meanWait = 0;
       if (previous && previous.cpu.size > 0) {
         const seconds = Number(at - previous.at) / 1e9;
         for (const [tid, t] of cpu) {
@@ -100,20 +112,31 @@ function createPoolThreads(options = {}) {
           if (!before) continue;
           computing += Math.max(0, t.run - before.run);
           runnable += Math.max(0, t.wait - before.wait);
+          slices += Math.max(0, t.slices - before.slices);
         }
+        // Mean wait per arrival on a CPU, before dividing by the interval.
+        meanWait = slices > 0 ? runnable / slices : 0;
         computing = seconds > 0 ? computing / seconds : 0;
         runnable = seconds > 0 ? runnable / seconds : 0;
+        slices = seconds > 0 ? slices / seconds : 0;
       }
       const first = !previous || previous.cpu.size === 0;
       previous = { at, cpu };
       if (first) return { available: false, reason: 'first reading (CPU time per interval needs two)' };
-      return { available: true, threads: cpu.size, computing: round(computing), runnable: hasWait ? round(runnable) : null };
+      return {
+        available: true, threads: cpu.size, computing: round(computing), runnable: hasWait ? round(runnable) : null,
+        schedulings: hasWait ? Math.round(slices) : null, meanWaitSeconds: hasWait ? round9(meanWait) : null,
+      };
     },
   };
 }
 
 function round(x) {
   return Math.round(x * 1000) / 1000;
+}
+
+function round9(x) {
+  return Math.round(x * 1e9) / 1e9;
 }
 
 module.exports = { createPoolThreads, WORKER_NAME };

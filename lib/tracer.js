@@ -154,9 +154,22 @@ function createTracer(options = {}) {
   let closed = false;
   let otherTypes = 0;
   let dropped = 0;
-  // Route context: AsyncLocalStorage where it rides on V8's continuation data (Node 24+ with
-  // AsyncContextFrame: no hook of its own), else the store on the execution resource, propagated
-  // by this hook's init (which on Node 20/22 sees promises anyway).
+  // Route context, two carriers read in this order:
+  // - AsyncLocalStorage where it rides on V8's continuation data (Node 24+ with AsyncContextFrame:
+  //   no hook of its own). It follows awaits without promise hooks, but an event a request object
+  //   emits runs in the frame its emitter captured: the HTTP parser's frame is captured when the
+  //   parser is initialized for the connection (AsyncWrap::AsyncReset), before any request, and
+  //   enterWith() at request start lasts only until the headers-complete callback returns. So
+  //   req.on('data') and req.on('end') listeners (and all they schedule) see no store.
+  // - A property on the execution resource: set at request start on the connection's
+  //   HTTPServerAsyncResource (the parser's resource, current in every parser callback: headers,
+  //   body, message complete) and copied by this hook's init to every resource created under a
+  //   stamped one (the nextTick that emits 'end', timers...). On Node 20/22 init sees promises too,
+  //   so this alone follows awaits; on 24+ (trackPromises: false) it covers the emitter paths.
+  // Every request start on a connection overwrites its stamp (null when the request is not
+  // followed), so a keep-alive connection never lends one request's route to the next; a stamp or
+  // store from an earlier arming window (a long-lived resource created under a request) is
+  // ignored.
   let als = null;
   let routeChannel = null;
   const ROUTE = Symbol('uvscope.route');
@@ -186,13 +199,12 @@ function createTracer(options = {}) {
   // threadpool work is submitted under it (most requests submit none), then kept on it.
   function currentRoute() {
     if (!seenRequest) return null;
-    let request;
-    if (als) request = als.getStore();
-    else {
+    let request = als ? als.getStore() : undefined;
+    if (!request || request.window !== armings) {
       const r = asyncHooks.executionAsyncResource();
       request = r && r[ROUTE];
     }
-    if (!request) return null;
+    if (!request || request.window !== armings) return null;
     if (request.label === undefined) request.label = boundedRoute(request.method, request.url);
     return request.label;
   }
@@ -233,7 +245,7 @@ function createTracer(options = {}) {
   function init(asyncId, type, triggerAsyncId, resource) {
     try {
       if (own > 0) return;
-      if (!als && seenRequest) {
+      if (seenRequest) {
         const r = asyncHooks.executionAsyncResource();
         if (r && r[ROUTE] && resource && typeof resource === 'object') resource[ROUTE] = r[ROUTE];
       }
@@ -360,14 +372,17 @@ function createTracer(options = {}) {
   function onRequestStart(message) {
     try {
       const req = message && message.request;
-      if (!armed || !req || requests++ % stride !== 0) return;
-      const route = { method: req.method, url: req.url, label: undefined };
+      if (!armed || !req) return;
+      // The top-level resource (no callback running) is shared by everything: never stamped.
+      const r = asyncHooks.executionAsyncId() > 1 ? asyncHooks.executionAsyncResource() : null;
+      if (requests++ % stride !== 0) {
+        if (r && typeof r === 'object' && r[ROUTE]) r[ROUTE] = null;
+        return;
+      }
+      const route = { method: req.method, url: req.url, label: undefined, window: armings };
       seenRequest = true;
       if (als) als.enterWith(route);
-      else {
-        const r = asyncHooks.executionAsyncResource();
-        if (r && typeof r === 'object') r[ROUTE] = route;
-      }
+      if (r && typeof r === 'object') r[ROUTE] = route;
     } catch (err) {
       fail(err);
     }

@@ -3,7 +3,7 @@
 const assert = require('node:assert/strict');
 const fs = require('fs');
 const path = require('path');
-const { kindOf, routeOf, createTracer } = require('../lib/tracer');
+const { kindOf, routeOf, createTracer, supportsTrackPromises } = require('../lib/tracer');
 const { FIXTURES, runNode, lastJson } = require('./helpers/child');
 
 const APP = path.join(FIXTURES, 'tracer-app.js');
@@ -147,6 +147,22 @@ describe('tracer', function () {
     assert.deepEqual(zlib.routes.map((r) => [r.method, r.route]), [['GET', '/zip/:id']]);
   });
 
+  for (const flags of routeCases) it(`routes: work submitted after reading the body (in the 'end' listener, after awaiting it, from timers) carries the request's route; a keep-alive request not followed never inherits the previous one's${flags.length ? ` (${flags.join(' ')})` : ''}`, async () => {
+    // The app's clock would split the figures between intervals: the test samples by itself.
+    const r = await scenario('body', { UVSCOPE_INTERVAL_MS: '3600000' }, flags);
+    assert.deepEqual(r.replies, Array(14).fill(true), 'every reply is the key of its body');
+    assert.equal(r.concurrent.completed, 12);
+    const expected = [['POST', '/end', 2], ['POST', '/await', 2], ['POST', '/iterate', 2], ['POST', '/timer', 2], ['POST', '/end-timer', 2]];
+    // An async 'end' listener resumes after its await in the frame the parser captured for the
+    // connection, with no resource of the request current: on Node 24+ without promise hooks
+    // (trackPromises: false) its work has no route (never another request's); with promise hooks
+    // (Node 20/22, --no-async-context-frame) it has its own.
+    if (!supportsTrackPromises() || flags.includes('--no-async-context-frame')) expected.push(['POST', '/end-await', 2]);
+    const byRoute = (a, b) => a[1].localeCompare(b[1]);
+    assert.deepEqual(r.concurrent.routes.sort(byRoute), expected.sort(byRoute));
+    assert.deepEqual(r.keepAlive, { completed: 2, routes: [['POST', '/end', 1]] }, 'the second request (POST /end-b) was not followed');
+  });
+
   it('jobs from before arming are never counted: pending never negative, completions only of jobs seen starting', async () => {
     const r = await scenario('armLate', { UVSCOPE_TRACER: 'auto' });
     assert.equal(r.armed, true);
@@ -179,6 +195,21 @@ describe('tracer', function () {
       const busy = r.busy.computing + r.busy.runnable;
       assert.ok(Math.abs(busy - K) <= 0.4, `K=${K}: computing ${r.busy.computing} + runnable ${r.busy.runnable}`);
     }
+  });
+
+  it('busy pool threads with very short jobs (pool otherwise idle): within the jobs\' own occupancy; each wake-up is a scheduling, its wait per scheduling is given (Node 22+)', async function () {
+    if (process.platform !== 'linux' || NODE_MAJOR < 22) this.skip();
+    const r = await scenario('tiny', { UVSCOPE_TRACER: 'off', UVSCOPE_INTERVAL_MS: '3600000' });
+    const { busy } = r;
+    assert.equal(busy.available, true, JSON.stringify(busy));
+    assert.ok(r.jobsPerSecond > 500, `${r.jobsPerSecond} jobs/s`);
+    // One job in flight at a time: the thread that ran it sleeps before the next is submitted, so
+    // every job is at least one arrival on a CPU.
+    assert.ok(busy.schedulings >= 0.9 * r.jobsPerSecond, `${busy.schedulings} schedulings/s for ${r.jobsPerSecond} jobs/s`);
+    // Time on a CPU or waiting for one lies inside the jobs' submit-to-callback times (the two
+    // intervals differ by the sample's own microseconds).
+    assert.ok(busy.computing + busy.runnable <= r.inFlight + 0.05, `computing ${busy.computing} + runnable ${busy.runnable} vs ${r.inFlight} jobs in flight`);
+    assert.ok(Math.abs(busy.meanWaitSeconds * busy.schedulings - busy.runnable) <= 0.01 + 0.01 * busy.runnable, JSON.stringify(busy));
   });
 
   it('auto: stays off on a healthy app, arms within seconds of a saturated pool, disarms after its window', async () => {
