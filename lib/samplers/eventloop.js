@@ -74,19 +74,25 @@ function createEventLoopSampler(options = {}) {
   // CPU it tells a loop the app blocked from one whose thread waited for a CPU (details()).
   let intervalLate = 0;
   // Timer mode: monitor.reset() also drops Node's last timestamp (Histogram::Reset), so a
-  // lateness not yet recorded when a sample resets is never recorded. That is the case when a
-  // block ends with the sample's timer and the monitor's both due and the sample runs first
-  // (another JavaScript timer was due earlier in the block). So the reset waits for the check
-  // phase, after every timer due; a lateness recorded meanwhile is carried to the next interval.
+  // lateness not yet recorded at a reset is never recorded. A block that ends with the sample's
+  // timer and the monitor's both due, the sample first (another JavaScript timer was due earlier
+  // in the block), would be lost so, and so would one that starts after the sample in the same
+  // loop turn. So the reset waits for the check phase (setImmediate: after every due timer), and
+  // what happened between the read and the reset goes to the next interval: a lateness the
+  // monitor recorded meanwhile, and the time from the read to the check phase itself (the loop
+  // did not turn meanwhile: every timer due then was that late).
   let readCount = 0;
   let readMax = 0;
+  let readAt = 0;
   let pendingReset = null;
-  let carried = 0; // nanoseconds, as the monitor records them
+  let carried = 0; // nanoseconds, as the monitor records them (lateness + the resolution)
   const flushReset = () => {
     if (pendingReset === null) return;
     clearImmediate(pendingReset);
     pendingReset = null;
     if (monitor.count > readCount && monitor.max > readMax) carried = Math.max(carried, monitor.max);
+    const sinceRead = (performance.now() - readAt) * 1e6;
+    if (sinceRead > offsetNs) carried = Math.max(carried, sinceRead + offsetNs);
     monitor.reset();
   };
 
@@ -131,6 +137,7 @@ function createEventLoopSampler(options = {}) {
         } else {
           readCount = n;
           readMax = monitor.max;
+          readAt = performance.now();
           pendingReset = setImmediate(flushReset);
           pendingReset.unref();
         }

@@ -8,7 +8,7 @@ const { requireNamespace } = require('./namespace');
 /**
  * Mocha hooks for a suite that runs against a DNS server of its own on address:53: before() skips
  * the suite where there is no private mount namespace (fails it in CI), starts the server and
- * answers `names`; after() closes it. Call it inside describe(); hooks registered before it run
+ * answers `names`; beforeEach() clears its query log; after() closes it. Call it inside describe(); hooks registered before it run
  * first (one that skips stops this one from starting the server).
  *
  * The value returned stands for the server once before() has run: `server.queries`,
@@ -23,6 +23,11 @@ function withDnsServer({ address, port = 53, names = {} }) {
     requireNamespace(this);
     server = await createDnsServer({ address, port });
     for (const [name, answer] of Object.entries(names)) server.setName(name, answer);
+  });
+  // Each test (and each retry of one) starts with an empty query log and fresh dropFirst counters:
+  // a retried test would otherwise read its failed attempt's queries as its own.
+  beforeEach(() => {
+    if (server) server.reset();
   });
   after(async () => {
     const s = server;
