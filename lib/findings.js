@@ -275,16 +275,11 @@ function isActive(h) {
   return h.lookups > 0 || h.duplicates > 0 || h.timeouts > 0 || h.maxInFlight > 0 || h.maxSeconds > 0;
 }
 
-// Hostnames whose recent lookups (the sampler's last 60 s) have enough of them and a p99 far
-// above the median, with the figures dns-tail-latency reports.
+// Hostnames whose recent lookups (the sampler's last 60 s) have a p99 above the median: the
+// sample's own (frozen) host details, not copies, since only the latest summary keeps them and
+// the latest snapshot holds them anyway.
 function tailHosts(dns) {
-  const out = [];
-  for (const h of (dns && dns.hosts) || []) {
-    if (h.recentLookups > 0 && h.p50 !== null && h.p99 > h.p50) {
-      out.push({ name: h.name, recentLookups: h.recentLookups, p50: h.p50, p99: h.p99, stddev: h.stddev, mean: h.mean, tail: h.tail });
-    }
-  }
-  return out;
+  return ((dns && dns.hosts) || []).filter((h) => h.recentLookups > 0 && h.p50 !== null && h.p99 > h.p50);
 }
 
 function dnsNoCache(window, lim, callersByName) {
