@@ -75,7 +75,8 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
       if (summary.poolHeld) for (const h of summary.hosts) h.noCacheSeconds = h.noCacheQueueWait = 0;
       mergeHosts(window, lim.windowMs / HOST_BUCKETS);
       const dnsHosts = (sample.details.dns && sample.details.dns.hosts) || [];
-      for (const h of dnsHosts) {
+      for (let i = 0; i < dnsHosts.length; i++) {
+        const h = dnsHosts[i];
         if (!h.callers || !h.callers.length || !isActive(h)) continue;
         const c = callers.get(h.name);
         if (c) {
@@ -234,8 +235,9 @@ function mergeHosts(window, bucketMs) {
   }
   summary.hostsSince = prev.hostsSince;
   const byName = new Map();
-  for (const h of prev.hosts) byName.set(h.name, h);
-  for (const h of summary.hosts) {
+  for (let i = 0; i < prev.hosts.length; i++) byName.set(prev.hosts[i].name, prev.hosts[i]);
+  for (let i = 0; i < summary.hosts.length; i++) {
+    const h = summary.hosts[i];
     const m = byName.get(h.name);
     if (!m) {
       byName.set(h.name, h);
@@ -257,7 +259,11 @@ function mergeHosts(window, bucketMs) {
 // kept hostname over a 60 s window at a 1 s interval).
 function compactHosts(dns) {
   const out = [];
-  for (const h of (dns && dns.hosts) || []) {
+  const hosts = (dns && dns.hosts) || [];
+  // Index loops over the hosts here: run once a sample, this code stays in V8's interpreter for
+  // long, where for...of makes an iterator result per hostname.
+  for (let i = 0; i < hosts.length; i++) {
+    const h = hosts[i];
     if (!isActive(h)) continue;
     // What the rules read (here and in lib/threadpool-findings.js); add a field here to read it.
     out.push({

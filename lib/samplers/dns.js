@@ -390,7 +390,10 @@ function createSlotModel(sizeOf) {
       }
       running--;
       while (running < size && head < queue.length) {
-        const next = queue[head++];
+        const next = queue[head];
+        // Let go of it: a taken entry kept until the queue is compacted (1024 and more) kept each
+        // lookup's context alive through V8's scavenges.
+        queue[head++] = null;
         if (!next) continue; // abandoned
         next.began = now;
         running++;
@@ -465,13 +468,12 @@ function createRecent(max) {
       if (n === 0) return (last = NO_RECENT);
       heapSort(sorted, n);
       const inWindow = sorted;
-      const rank = (q) => inWindow[Math.min(n - 1, Math.ceil(q * n) - 1)];
       let sum = 0;
       for (let j = 0; j < n; j++) sum += inWindow[j];
       const mean = sum / n;
       let sq = 0;
       for (let j = 0; j < n; j++) sq += (inWindow[j] - mean) ** 2;
-      const p99 = rank(0.99);
+      const p99 = rank(inWindow, n, 0.99);
       // The tail: every lookup at or above p99 (the slowest 1 %, at least one).
       let tn = 0;
       let tWait = 0;
@@ -483,7 +485,7 @@ function createRecent(max) {
       for (let k = 0; k < count; k++) if (at[k] >= since && total[k] >= p99) tWait += wait[k];
       return (last = {
         recentLookups: n,
-        p50: rank(0.5),
+        p50: rank(inWindow, n, 0.5),
         p99,
         stddev: Math.sqrt(sq / n),
         mean,
@@ -498,25 +500,31 @@ const NO_RECENT = Object.freeze({ recentLookups: 0, p50: null, p99: null, stddev
 // Ascending, in place, a[0..n): TypedArray#sort copies the array (about 1 KB per name per sample
 // at 60 lookups in the window), this allocates nothing.
 function heapSort(a, n) {
-  const down = (i, end) => {
-    for (;;) {
-      let c = 2 * i + 1;
-      if (c >= end) return;
-      if (c + 1 < end && a[c + 1] > a[c]) c++;
-      if (a[c] <= a[i]) return;
-      const t = a[i];
-      a[i] = a[c];
-      a[c] = t;
-      i = c;
-    }
-  };
-  for (let i = (n >> 1) - 1; i >= 0; i--) down(i, n);
+  for (let i = (n >> 1) - 1; i >= 0; i--) siftDown(a, i, n);
   for (let end = n - 1; end > 0; end--) {
     const t = a[0];
     a[0] = a[end];
     a[end] = t;
-    down(0, end);
+    siftDown(a, 0, end);
   }
+}
+
+function siftDown(a, i, end) {
+  for (;;) {
+    let c = 2 * i + 1;
+    if (c >= end) return;
+    if (c + 1 < end && a[c + 1] > a[c]) c++;
+    if (a[c] <= a[i]) return;
+    const t = a[i];
+    a[i] = a[c];
+    a[c] = t;
+    i = c;
+  }
+}
+
+// The q-quantile of sorted[0..n) (nearest rank).
+function rank(sorted, n, q) {
+  return sorted[Math.min(n - 1, Math.ceil(q * n) - 1)];
 }
 
 // One scratch array for every name's stats(), grown to the largest window seen (at most RECENT_MAX).
