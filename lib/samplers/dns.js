@@ -77,7 +77,7 @@ function createDnsSampler(options = {}) {
         host = hosts.get(OTHER);
       }
       if (!host) {
-        host = newHost(name);
+        host = newHost(name, recentMs);
         hosts.set(name, host);
       }
     }
@@ -348,8 +348,8 @@ function sameDetails(d, host, stats, callers) {
  * @property {DnsHostDetails[]} hosts
  */
 
-function newHost(name) {
-  return { name, lookups: 0, inFlight: 0, callers: new Map(), callerList: null, series: new Map(), interval: newInterval(0), recent: createRecent(RECENT_MAX), details: null };
+function newHost(name, recentMs) {
+  return { name, lookups: 0, inFlight: 0, callers: new Map(), callerList: null, series: new Map(), interval: newInterval(0), recent: createRecent(RECENT_MAX, recentMs), details: null };
 }
 
 function newInterval(inFlight) {
@@ -415,38 +415,36 @@ function createSlotModel(sizeOf) {
 /**
  * The most recent lookups of one hostname (time, duration, wait), for percentiles.
  * @param {number} max
+ * @param {number} windowMs how far back stats() is asked to reach: older entries are overwritten
+ *   before the buffer grows
  */
-function createRecent(max) {
-  // Grown as lookups come (16, 32, ... max), so a name looked up now and then costs a few hundred
-  // bytes, not 3 x max x 8 (48 KiB at 2048) from its first lookup.
+function createRecent(max, windowMs) {
+  // One buffer of (time, duration, wait) triples, grown as lookups come (16, 32, ... max) and only
+  // while the oldest entry is still in the window: a name looked up once a second keeps 64 entries
+  // (1.5 KiB), not 2,048 (48 KiB) once it has been looked up for half an hour.
   let capacity = Math.min(16, max);
-  let at = new Float64Array(capacity);
-  let total = new Float64Array(capacity);
-  let wait = new Float64Array(capacity);
+  let buf = new Float64Array(3 * capacity);
   let next = 0;
   let count = 0;
   // The last stats() and what they cover: handed out again while no lookup came and none of the
   // lookups they counted left the window (an idle name costs no new objects per sample).
   let last = null;
   let lastOldest = Infinity;
-  const grow = (a, size) => {
-    const b = new Float64Array(size);
-    b.set(a);
-    return b;
-  };
   return {
     add(time, seconds, waited) {
-      if (count === capacity && capacity < max) {
-        // Full but below max: nothing was overwritten yet, entries 0..count-1 keep their places.
-        capacity = Math.min(capacity * 2, max);
-        at = grow(at, capacity);
-        total = grow(total, capacity);
-        wait = grow(wait, capacity);
-        next = count;
+      if (count === capacity && capacity < max && buf[3 * next] >= time - windowMs) {
+        // Full, below max, and the oldest entry (the next to be overwritten) still counts: grow.
+        // Entries 0..count-1 are in time order from `next` on; unrolled so that they keep places.
+        const grown = new Float64Array(3 * Math.min(capacity * 2, max));
+        grown.set(buf.subarray(3 * next));
+        grown.set(buf.subarray(0, 3 * next), 3 * (capacity - next));
+        buf = grown;
+        next = capacity;
+        capacity = grown.length / 3;
       }
-      at[next] = time;
-      total[next] = seconds;
-      wait[next] = waited;
+      buf[3 * next] = time;
+      buf[3 * next + 1] = seconds;
+      buf[3 * next + 2] = waited;
       next = (next + 1) % capacity;
       if (count < capacity) count++;
       last = null;
@@ -460,9 +458,9 @@ function createRecent(max) {
       let n = 0;
       let oldest = Infinity;
       for (let k = 0; k < count; k++) {
-        if (at[k] < since) continue;
-        sorted[n++] = total[k];
-        if (at[k] < oldest) oldest = at[k];
+        if (buf[3 * k] < since) continue;
+        sorted[n++] = buf[3 * k + 1];
+        if (buf[3 * k] < oldest) oldest = buf[3 * k];
       }
       lastOldest = oldest;
       if (n === 0) return (last = NO_RECENT);
@@ -482,7 +480,7 @@ function createRecent(max) {
         tn++;
         tTotal += inWindow[j];
       }
-      for (let k = 0; k < count; k++) if (at[k] >= since && total[k] >= p99) tWait += wait[k];
+      for (let k = 0; k < count; k++) if (buf[3 * k] >= since && buf[3 * k + 1] >= p99) tWait += buf[3 * k + 2];
       return (last = {
         recentLookups: n,
         p50: rank(inWindow, n, 0.5),
