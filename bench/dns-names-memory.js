@@ -3,7 +3,8 @@
 // Memory per kept hostname: RSS and heap growth of an app that looks up many distinct hostnames,
 // WITHOUT and WITH the agent, side by side in one run.
 //
-//   node bench/dns-names-memory.js [--names 300,10000] [--seconds 70] [--per-second 300] [--max-names M] [--semi-space MB]
+//   node bench/dns-names-memory.js [--names 300,10000] [--seconds 70] [--per-second 300] [--max-names M]
+//                                  [--slope M] [--semi-space MB] [--trace-gc DIR]
 //
 // The names (n0.names.bench, n1.names.bench, ...) are answered by a DNS server this bench runs on
 // 127.0.15.3:53 (a wildcard zone), seen by the children through a private mount namespace whose
@@ -18,13 +19,21 @@
 // (--expose-gc) before its first lookup and at the end. Growth = end - start. Per kept name =
 // (growth with - growth without) / names kept. Bounded: ~--seconds per N, plus the first pass.
 //
+// --slope M runs a third child at the same time: the agent with UVSCOPE_DNS_MAX_NAMES=M under the
+// same lookups. --trace-gc DIR writes each child's V8 GC trace (--trace-gc-nvp) to a file there.
+// Per kept name by slope = (growth with - growth at M) / (kept - kept at M): what one
+// more kept name costs, apart from what the agent costs whatever it keeps.
+//
 // What RSS shows is mostly V8's young generation, not what the agent keeps: V8 doubles the new
-// space (1 MiB up to 16 MiB a semi-space on Node 20) each time the bytes that survived scavenges
-// since the last doubling exceed its size, and the agent's snapshot of the last interval (every
-// kept hostname's histogram and details) survives until the next sample. An app that allocates
-// anything much already runs at that size. --semi-space MB fixes the young generation of both
-// children (--min-semi-space-size = --max-semi-space-size = MB) so the RSS difference is the
-// agent's own; heapUsed after a full GC is what the agent keeps either way.
+// space (1 MiB up to 16 MiB a semi-space on Node 20) when the bytes that survived scavenges since
+// the last doubling exceed its size, and shrinks it only while the allocation rate is low (under
+// ~1 MB/s); the agent's snapshot of the last interval (about 1 KB per kept hostname looked up in
+// it) survives the scavenges until the next sample. So three measures: with minus without as V8
+// sizes the young generation (what a user sees), --semi-space MB (both children's young
+// generation fixed: --min-semi-space-size = --max-semi-space-size = MB, so the RSS difference is
+// the agent's own) and --slope M (the derivative per kept name). heapUsed after a full GC is what
+// the agent keeps either way; newSpace is the young generation's size (part of heapTotal);
+// external is memory outside the heap that V8 knows of (ArrayBuffers' backing stores).
 
 const path = require('path');
 const { spawnInNamespace, resolvConf, namespaceSupport } = require('../support/namespace');
@@ -37,30 +46,33 @@ const NAMESERVER = '127.0.15.3';
 function parseArgs(argv) {
   const opts = { names: [300, 10000], seconds: 70, perSecond: 300 };
   for (let i = 0; i < argv.length; i++) {
-    const m = /^--(names|seconds|per-second|semi-space|max-names)(?:=(.*))?$/.exec(argv[i]);
+    const m = /^--(names|seconds|per-second|semi-space|max-names|slope|trace-gc)(?:=(.*))?$/.exec(argv[i]);
     if (!m) throw new Error(`unknown argument ${argv[i]} (see the top of ${__filename})`);
     const v = m[2] !== undefined ? m[2] : argv[++i];
     if (m[1] === 'names') opts.names = v.split(',').map(Number);
     else if (m[1] === 'seconds') opts.seconds = Number(v);
     else if (m[1] === 'semi-space') opts.semiSpace = Number(v);
     else if (m[1] === 'max-names') opts.maxNames = Number(v);
+    else if (m[1] === 'slope') opts.slope = Number(v);
+    else if (m[1] === 'trace-gc') opts.traceGc = v;
     else opts.perSecond = Number(v);
   }
   return opts;
 }
 
-function runChild({ names, withAgent, opts }) {
+function runChild({ names, withAgent, opts, maxNames }) {
+  const keep = maxNames || opts.maxNames || (names <= 1000 ? names : null);
   const env = {
     NAMES: String(names),
     PER_SECOND: String(Math.min(opts.perSecond, names)),
     SECONDS_TOTAL: String(opts.seconds),
     UVSCOPE_PROMETHEUS_PORT: '0',
     ...(withAgent ? { WITH_AGENT: '1' } : {}),
-    ...(withAgent && (opts.maxNames || names <= 1000) ? { UVSCOPE_DNS_MAX_NAMES: String(opts.maxNames || names) } : {}),
+    ...(withAgent && keep ? { UVSCOPE_DNS_MAX_NAMES: String(keep) } : {}),
   };
   for (const k of Object.keys(process.env)) if (k.startsWith('UVSCOPE_') && !(k in env)) env[k] = '';
   const young = opts.semiSpace ? [`--min-semi-space-size=${opts.semiSpace}`, `--max-semi-space-size=${opts.semiSpace}`] : [];
-  const args = ['--expose-gc', ...young, ...(withAgent ? ['--require', path.join(REPO, 'register.js')] : []), APP];
+  const args = ['--expose-gc', ...young, ...(opts.traceGc ? ['--trace-gc-nvp'] : []), ...(withAgent ? ['--require', path.join(REPO, 'register.js')] : []), APP];
   return new Promise((resolve, reject) => {
     const child = spawnInNamespace({ resolvConf: resolvConf({ nameserver: NAMESERVER }), args, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -74,6 +86,7 @@ function runChild({ names, withAgent, opts }) {
     child.on('close', (code) => {
       clearTimeout(watchdog);
       if (code !== 0) return reject(new Error(`child exited ${code}: ${err}`));
+      if (opts.traceGc) require('fs').writeFileSync(path.join(opts.traceGc, `gc-${names}-${withAgent ? `agent-${keep || 100}` : 'without'}.log`), out);
       resolve(JSON.parse(out.trim().split('\n').pop()));
     });
   });
@@ -95,13 +108,25 @@ async function main() {
   try {
     console.log(`node ${process.version}; ${opts.seconds} s per run, ${opts.perSecond} lookups/s after a first pass over all names; young generation ${opts.semiSpace ? `fixed at ${opts.semiSpace} MiB a semi-space` : 'as V8 sizes it'}`);
     for (const names of opts.names) {
-      const [without, withAgent] = await Promise.all([runChild({ names, withAgent: false, opts }), runChild({ names, withAgent: true, opts })]);
+      const [without, withAgent, fewer] = await Promise.all([
+        runChild({ names, withAgent: false, opts }),
+        runChild({ names, withAgent: true, opts }),
+        opts.slope ? runChild({ names, withAgent: true, opts, maxNames: opts.slope }) : null,
+      ]);
       const grow = (r, k) => r.after[k] - r.before[k];
       const kept = withAgent.kept;
       console.log(`\n${names} hostnames (${withAgent.lookups} lookups with the agent, ${withAgent.errors} failed; ${kept} kept as labels)`);
-      for (const k of ['rss', 'heapUsed', 'heapTotal']) {
+      // newSpace: V8's young generation (new_space of v8.getHeapSpaceStatistics()), part of heapTotal.
+      for (const k of ['rss', 'heapUsed', 'heapTotal', 'newSpace', 'external']) {
         const extra = grow(withAgent, k) - grow(without, k);
         console.log(`  ${k.padEnd(9)} growth without ${mib(grow(without, k)).padStart(9)}, with ${mib(grow(withAgent, k)).padStart(9)}: ${mib(extra)} more, ${kb(extra / kept)} per kept name`);
+      }
+      if (fewer) {
+        console.log(`  slope: the agent keeping ${fewer.kept} (UVSCOPE_DNS_MAX_NAMES=${opts.slope}) under the same lookups`);
+        for (const k of ['rss', 'heapUsed', 'heapTotal', 'newSpace', 'external']) {
+          const extra = grow(withAgent, k) - grow(fewer, k);
+          console.log(`  ${k.padEnd(9)} growth at ${opts.slope} ${mib(grow(fewer, k)).padStart(9)}, at ${kept} ${mib(grow(withAgent, k)).padStart(9)}: ${kb(extra / (kept - fewer.kept))} per kept name`);
+        }
       }
     }
   } finally {

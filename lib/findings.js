@@ -75,7 +75,8 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
       if (summary.poolHeld) for (const h of summary.hosts) h.noCacheSeconds = h.noCacheQueueWait = 0;
       mergeHosts(window, lim.windowMs / HOST_BUCKETS);
       const dnsHosts = (sample.details.dns && sample.details.dns.hosts) || [];
-      for (const h of dnsHosts) {
+      for (let i = 0; i < dnsHosts.length; i++) {
+        const h = dnsHosts[i];
         if (!h.callers || !h.callers.length || !isActive(h)) continue;
         const c = callers.get(h.name);
         if (c) {
@@ -232,8 +233,9 @@ function mergeHosts(window, bucketMs) {
   }
   summary.hostsSince = prev.hostsSince;
   const byName = new Map();
-  for (const h of prev.hosts) byName.set(h.name, h);
-  for (const h of summary.hosts) {
+  for (let i = 0; i < prev.hosts.length; i++) byName.set(prev.hosts[i].name, prev.hosts[i]);
+  for (let i = 0; i < summary.hosts.length; i++) {
+    const h = summary.hosts[i];
     const m = byName.get(h.name);
     if (!m) {
       byName.set(h.name, h);
@@ -255,7 +257,11 @@ function mergeHosts(window, bucketMs) {
 // kept hostname over a 60 s window at a 1 s interval).
 function compactHosts(dns) {
   const out = [];
-  for (const h of (dns && dns.hosts) || []) {
+  const hosts = (dns && dns.hosts) || [];
+  // Index loops over the hosts here: run once a sample, this code stays in V8's interpreter for
+  // long, where for...of makes an iterator result per hostname.
+  for (let i = 0; i < hosts.length; i++) {
+    const h = hosts[i];
     if (!isActive(h)) continue;
     // What the rules read (here and in lib/threadpool-findings.js); add a field here to read it.
     out.push({
@@ -273,16 +279,11 @@ function isActive(h) {
   return h.lookups > 0 || h.duplicates > 0 || h.timeouts > 0 || h.maxInFlight > 0 || h.maxSeconds > 0;
 }
 
-// Hostnames whose recent lookups (the sampler's last 60 s) have enough of them and a p99 far
-// above the median, with the figures dns-tail-latency reports.
+// Hostnames whose recent lookups (the sampler's last 60 s) have a p99 above the median: the
+// sample's own (frozen) host details, not copies, since only the latest summary keeps them and
+// the latest snapshot holds them anyway.
 function tailHosts(dns) {
-  const out = [];
-  for (const h of (dns && dns.hosts) || []) {
-    if (h.recentLookups > 0 && h.p50 !== null && h.p99 > h.p50) {
-      out.push({ name: h.name, recentLookups: h.recentLookups, p50: h.p50, p99: h.p99, stddev: h.stddev, mean: h.mean, tail: h.tail });
-    }
-  }
-  return out;
+  return ((dns && dns.hosts) || []).filter((h) => h.recentLookups > 0 && h.p50 !== null && h.p99 > h.p50);
 }
 
 function dnsNoCache(window, lim, callersByName) {

@@ -77,7 +77,7 @@ function createDnsSampler(options = {}) {
         host = hosts.get(OTHER);
       }
       if (!host) {
-        host = newHost(name);
+        host = newHost(name, recentMs);
         hosts.set(name, host);
       }
     }
@@ -140,13 +140,13 @@ function createDnsSampler(options = {}) {
       if (!s) {
         const key = `${host.name}\u0000${errorType}`;
         s = series.get(key);
-        if (!s) series.set(key, (s = { name: host.name, errorType, histogram: new Histogram(DNS_BUCKETS) }));
+        if (!s) series.set(key, (s = { name: host.name, errorType, histogram: new Histogram(DNS_BUCKETS), point: null }));
         host.series.set(errorType, s);
       }
       s.histogram.observe(seconds);
       let w = queueWaits.get(host.name);
-      if (!w) queueWaits.set(host.name, (w = new Histogram(QUEUE_WAIT_BUCKETS)));
-      w.observe(waited);
+      if (!w) queueWaits.set(host.name, (w = { histogram: new Histogram(QUEUE_WAIT_BUCKETS), point: null }));
+      w.histogram.observe(waited);
       host.interval.seconds += seconds;
       host.interval.queueWaitSeconds += waited;
       if (waited > 0) host.interval.queuedLookups++;
@@ -209,17 +209,19 @@ function createDnsSampler(options = {}) {
       return inFlight;
     },
     sample() {
-      const out = [];
-      for (const s of series.values()) {
-        out.push({
-          name: 'dns.lookup.duration',
-          attributes: { 'dns.question.name': s.name, 'error.type': s.errorType },
-          histogram: s.histogram.snapshot(),
-        });
-      }
-      for (const [name, h] of queueWaits) {
-        out.push({ name: 'nodejs.dns.lookup.queue_wait', attributes: { 'dns.question.name': name }, histogram: h.snapshot() });
-      }
+      // A series with no lookup since the last sample hands out its last point again (frozen by
+      // the agent): each sample's snapshot lives until the next one, so every new object per
+      // kept name survives V8's scavenges of that interval and grows its young generation.
+      // forEach rather than for...of over the Maps: code that runs once a second stays in V8's
+      // interpreter, where for...of makes an iterator result per entry.
+      const out = new Array(series.size + queueWaits.size);
+      let k = 0;
+      series.forEach((s) => {
+        out[k++] = s.point = pointOf(s.point, 'dns.lookup.duration', s.histogram, s.point ? null : { 'dns.question.name': s.name, 'error.type': s.errorType });
+      });
+      queueWaits.forEach((w, name) => {
+        out[k++] = w.point = pointOf(w.point, 'nodejs.dns.lookup.queue_wait', w.histogram, w.point ? null : { 'dns.question.name': name });
+      });
       return out;
     },
     /**
@@ -231,11 +233,20 @@ function createDnsSampler(options = {}) {
      * @returns {DnsDetails}
      */
     details() {
-      const out = [];
+      const out = new Array(hosts.size);
+      let k = 0;
       const now = Date.now();
-      for (const host of hosts.values()) {
+      hosts.forEach((host) => {
         const i = host.interval;
-        out.push({
+        const stats = host.recent.stats(now - recentMs);
+        const callers = host.callerList || (host.callerList = callerList(host.callers));
+        // An idle name's figures are the same as last time: its last object (frozen in the last
+        // snapshot) again, not a new one per kept name per sample.
+        if (host.details !== null && sameDetails(host.details, host, stats, callers)) {
+          out[k++] = host.details;
+          return;
+        }
+        const d = {
           name: host.name,
           lookups: i.lookups,
           errors: i.errors,
@@ -243,21 +254,27 @@ function createDnsSampler(options = {}) {
           queueWaitSeconds: i.queueWaitSeconds,
           resolveSeconds: i.resolveSeconds,
           queuedLookups: i.queuedLookups,
-          ...host.recent.stats(now - recentMs),
+          recentLookups: stats.recentLookups,
+          p50: stats.p50,
+          p99: stats.p99,
+          stddev: stats.stddev,
+          tail: stats.tail,
           maxSeconds: i.maxSeconds,
           duplicates: i.duplicates,
           maxInFlight: i.maxInFlight,
           timeouts: i.timeouts,
           inFlight: host.inFlight,
           totalLookups: host.lookups,
-          callers: host.callerList || (host.callerList = callerList(host.callers)),
-        });
-      }
+          callers,
+        };
+        if (stats.recentLookups > 0) d.mean = stats.mean;
+        out[k++] = host.details = d;
+      });
       return { inFlight, dnsSlots: slots.size, hosts: out };
     },
     /** Start a new interval: per-hostname interval figures and the caller budget start over. */
     endInterval() {
-      for (const host of hosts.values()) resetInterval(host.interval, host.inFlight);
+      hosts.forEach((host) => resetInterval(host.interval, host.inFlight));
       callerBudget = CALLER_SAMPLES_PER_INTERVAL;
     },
     close() {
@@ -280,10 +297,30 @@ function callerList(callers) {
   return Object.freeze(out.sort((a, b) => b.count - a.count));
 }
 
-// A new interval in place: one interval object per name for its life, not one per sample that
-// lives until the next (the temporary dies young and costs V8 nothing to keep).
+// A new interval in place: one interval object per name for its life, and no temporary per name
+// per sample either.
 function resetInterval(i, inFlight) {
-  Object.assign(i, newInterval(inFlight));
+  i.lookups = i.errors = i.seconds = i.queueWaitSeconds = i.resolveSeconds = i.queuedLookups = 0;
+  i.maxSeconds = i.duplicates = i.timeouts = 0;
+  i.maxInFlight = inFlight;
+}
+
+// A point of the snapshot: the last one while its histogram is unchanged (Histogram#snapshot
+// hands out the same frozen object then), else a new one with the last one's attributes.
+function pointOf(last, name, histogram, attributes) {
+  const h = histogram.snapshot();
+  if (last !== null && last.histogram === h) return last;
+  return { name, attributes: last !== null ? last.attributes : attributes, histogram: h };
+}
+
+// Whether a host's last details object still says what a new one would.
+function sameDetails(d, host, stats, callers) {
+  const i = host.interval;
+  return d.lookups === i.lookups && d.errors === i.errors && d.seconds === i.seconds && d.queueWaitSeconds === i.queueWaitSeconds
+    && d.resolveSeconds === i.resolveSeconds && d.queuedLookups === i.queuedLookups && d.maxSeconds === i.maxSeconds
+    && d.duplicates === i.duplicates && d.maxInFlight === i.maxInFlight && d.timeouts === i.timeouts && d.inFlight === host.inFlight
+    && d.totalLookups === host.lookups && d.callers === callers && d.recentLookups === stats.recentLookups && d.p50 === stats.p50
+    && d.p99 === stats.p99 && d.stddev === stats.stddev && d.tail === stats.tail;
 }
 
 /**
@@ -311,8 +348,8 @@ function resetInterval(i, inFlight) {
  * @property {DnsHostDetails[]} hosts
  */
 
-function newHost(name) {
-  return { name, lookups: 0, inFlight: 0, callers: new Map(), callerList: null, series: new Map(), interval: newInterval(0), recent: createRecent(RECENT_MAX) };
+function newHost(name, recentMs) {
+  return { name, lookups: 0, inFlight: 0, callers: new Map(), callerList: null, series: new Map(), interval: newInterval(0), recent: createRecent(RECENT_MAX, recentMs), details: null };
 }
 
 function newInterval(inFlight) {
@@ -353,7 +390,10 @@ function createSlotModel(sizeOf) {
       }
       running--;
       while (running < size && head < queue.length) {
-        const next = queue[head++];
+        const next = queue[head];
+        // Let go of it: a taken entry kept until the queue is compacted (1024 and more) kept each
+        // lookup's context alive through V8's scavenges.
+        queue[head++] = null;
         if (!next) continue; // abandoned
         next.began = now;
         running++;
@@ -375,70 +415,121 @@ function createSlotModel(sizeOf) {
 /**
  * The most recent lookups of one hostname (time, duration, wait), for percentiles.
  * @param {number} max
+ * @param {number} windowMs how far back stats() is asked to reach: older entries are overwritten
+ *   before the buffer grows
  */
-function createRecent(max) {
-  // Grown as lookups come (16, 32, ... max), so a name looked up now and then costs a few hundred
-  // bytes, not 3 x max x 8 (48 KiB at 2048) from its first lookup.
+function createRecent(max, windowMs) {
+  // One buffer of (time, duration, wait) triples, grown as lookups come (16, 32, ... max) and only
+  // while the oldest entry is still in the window: a name looked up once a second keeps 64 entries
+  // (1.5 KiB), not 2,048 (48 KiB) once it has been looked up for half an hour.
   let capacity = Math.min(16, max);
-  let at = new Float64Array(capacity);
-  let total = new Float64Array(capacity);
-  let wait = new Float64Array(capacity);
+  let buf = new Float64Array(3 * capacity);
   let next = 0;
   let count = 0;
-  const grow = (a, size) => {
-    const b = new Float64Array(size);
-    b.set(a);
-    return b;
-  };
+  // The last stats() and what they cover: handed out again while no lookup came and none of the
+  // lookups they counted left the window (an idle name costs no new objects per sample).
+  let last = null;
+  let lastOldest = Infinity;
   return {
     add(time, seconds, waited) {
-      if (count === capacity && capacity < max) {
-        // Full but below max: nothing was overwritten yet, entries 0..count-1 keep their places.
-        capacity = Math.min(capacity * 2, max);
-        at = grow(at, capacity);
-        total = grow(total, capacity);
-        wait = grow(wait, capacity);
-        next = count;
+      if (count === capacity && capacity < max && buf[3 * next] >= time - windowMs) {
+        // Full, below max, and the oldest entry (the next to be overwritten) still counts: grow.
+        // Entries 0..count-1 are in time order from `next` on; unrolled so that they keep places.
+        const grown = new Float64Array(3 * Math.min(capacity * 2, max));
+        grown.set(buf.subarray(3 * next));
+        grown.set(buf.subarray(0, 3 * next), 3 * (capacity - next));
+        buf = grown;
+        next = capacity;
+        capacity = grown.length / 3;
       }
-      at[next] = time;
-      total[next] = seconds;
-      wait[next] = waited;
+      buf[3 * next] = time;
+      buf[3 * next + 1] = seconds;
+      buf[3 * next + 2] = waited;
       next = (next + 1) % capacity;
       if (count < capacity) count++;
+      last = null;
     },
     /** p50, p99 and standard deviation of lookups since `since`, and the tail's split. */
     stats(since) {
-      const idx = [];
-      for (let k = 0; k < count; k++) if (at[k] >= since) idx.push(k);
-      if (idx.length === 0) return { recentLookups: 0, p50: null, p99: null, stddev: null, tail: null };
-      idx.sort((a, b) => total[a] - total[b]);
-      const n = idx.length;
-      const rank = (q) => total[idx[Math.min(n - 1, Math.ceil(q * n) - 1)]];
+      if (last !== null && lastOldest >= since) return last;
+      // The durations in the window, sorted in a scratch array shared by every name (no array
+      // per name per sample: these are made every interval for every kept name).
+      const sorted = scratch(count);
+      let n = 0;
+      let oldest = Infinity;
+      for (let k = 0; k < count; k++) {
+        if (buf[3 * k] < since) continue;
+        sorted[n++] = buf[3 * k + 1];
+        if (buf[3 * k] < oldest) oldest = buf[3 * k];
+      }
+      lastOldest = oldest;
+      if (n === 0) return (last = NO_RECENT);
+      heapSort(sorted, n);
+      const inWindow = sorted;
       let sum = 0;
-      for (const k of idx) sum += total[k];
+      for (let j = 0; j < n; j++) sum += inWindow[j];
       const mean = sum / n;
       let sq = 0;
-      for (const k of idx) sq += (total[k] - mean) ** 2;
-      const p99 = rank(0.99);
+      for (let j = 0; j < n; j++) sq += (inWindow[j] - mean) ** 2;
+      const p99 = rank(inWindow, n, 0.99);
       // The tail: every lookup at or above p99 (the slowest 1 %, at least one).
       let tn = 0;
       let tWait = 0;
       let tTotal = 0;
-      for (let j = n - 1; j >= 0 && total[idx[j]] >= p99; j--) {
+      for (let j = n - 1; j >= 0 && inWindow[j] >= p99; j--) {
         tn++;
-        tWait += wait[idx[j]];
-        tTotal += total[idx[j]];
+        tTotal += inWindow[j];
       }
-      return {
+      for (let k = 0; k < count; k++) if (buf[3 * k] >= since && buf[3 * k + 1] >= p99) tWait += buf[3 * k + 2];
+      return (last = {
         recentLookups: n,
-        p50: rank(0.5),
+        p50: rank(inWindow, n, 0.5),
         p99,
         stddev: Math.sqrt(sq / n),
         mean,
         tail: { lookups: tn, meanSeconds: tTotal / tn, queueWaitSeconds: tWait / tn, resolveSeconds: (tTotal - tWait) / tn },
-      };
+      });
     },
   };
+}
+
+const NO_RECENT = Object.freeze({ recentLookups: 0, p50: null, p99: null, stddev: null, tail: null });
+
+// Ascending, in place, a[0..n): TypedArray#sort copies the array (about 1 KB per name per sample
+// at 60 lookups in the window), this allocates nothing.
+function heapSort(a, n) {
+  for (let i = (n >> 1) - 1; i >= 0; i--) siftDown(a, i, n);
+  for (let end = n - 1; end > 0; end--) {
+    const t = a[0];
+    a[0] = a[end];
+    a[end] = t;
+    siftDown(a, 0, end);
+  }
+}
+
+function siftDown(a, i, end) {
+  for (;;) {
+    let c = 2 * i + 1;
+    if (c >= end) return;
+    if (c + 1 < end && a[c + 1] > a[c]) c++;
+    if (a[c] <= a[i]) return;
+    const t = a[i];
+    a[i] = a[c];
+    a[c] = t;
+    i = c;
+  }
+}
+
+// The q-quantile of sorted[0..n) (nearest rank).
+function rank(sorted, n, q) {
+  return sorted[Math.min(n - 1, Math.ceil(q * n) - 1)];
+}
+
+// One scratch array for every name's stats(), grown to the largest window seen (at most RECENT_MAX).
+let scratchArray = new Float64Array(16);
+function scratch(size) {
+  if (scratchArray.length < size) scratchArray = new Float64Array(Math.max(size, scratchArray.length * 2));
+  return scratchArray;
 }
 
 /**
