@@ -35,6 +35,7 @@ const path = require('path');
 const dgram = require('dgram');
 const { spawn, spawnSync } = require('child_process');
 const { median, machine } = require('./fixtures/stats');
+const { stopChild, processCpuNs } = require('../support/processes');
 
 const REPO = path.resolve(__dirname, '..');
 const REGISTER = path.join(REPO, 'register.js');
@@ -105,19 +106,6 @@ function cleanEnv(extra) {
   return { ...env, DD_INSTRUMENTATION_TELEMETRY_ENABLED: 'false', DD_REMOTE_CONFIGURATION_ENABLED: 'false', ...extra };
 }
 
-/** CPU ns used so far by all live threads of a process (Linux schedstat). */
-function processCpuNs(pid) {
-  let total = 0;
-  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-    try {
-      total += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {
-      // the thread ended between readdir and read
-    }
-  }
-  return total;
-}
-
 function rssMB(pid) {
   const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) / 1024 : NaN;
@@ -161,18 +149,9 @@ function startServer(variant) {
   });
 }
 
+/** SIGTERM by pid, SIGKILL after 5 s. */
 function stopServer(child) {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const kill = setTimeout(() => {
-      try { process.kill(child.pid, 'SIGKILL'); } catch { /* gone */ }
-    }, 5000);
-    child.once('exit', () => {
-      clearTimeout(kill);
-      resolve();
-    });
-    try { process.kill(child.pid, 'SIGTERM'); } catch { /* gone */ }
-  });
+  return stopChild(child, { signal: 'SIGTERM', graceMs: 5000 });
 }
 
 function runLoad(port, seconds, opts) {

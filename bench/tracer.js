@@ -15,9 +15,9 @@
 // 30 s past that.
 
 const path = require('path');
-const fs = require('fs');
 const os = require('os');
 const { spawn } = require('child_process');
+const { stopChild, processCpuNs } = require('../support/processes');
 const autocannon = require('autocannon');
 
 const REPO = path.resolve(__dirname, '..');
@@ -71,31 +71,14 @@ function startServer(variant) {
   });
 }
 
+/** SIGTERM by pid, SIGKILL after 5 s. */
 function stopServer(child) {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    const kill = setTimeout(() => {
-      try { process.kill(child.pid, 'SIGKILL'); } catch { /* gone */ }
-    }, 5000);
-    child.once('exit', () => {
-      clearTimeout(kill);
-      resolve();
-    });
-    try { process.kill(child.pid, 'SIGTERM'); } catch { clearTimeout(kill); resolve(); }
-  });
+  return stopChild(child, { signal: 'SIGTERM', graceMs: 5000 });
 }
 
-/** CPU seconds of every thread of a process so far (schedstat, ns). */
+/** CPU seconds of every thread of a process so far. */
 function cpuSeconds(pid) {
-  let ns = 0;
-  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'latin1').split(' ')[0]);
-    } catch {
-      // thread gone
-    }
-  }
-  return ns / 1e9;
+  return processCpuNs(pid) / 1e9;
 }
 
 function load(port, opts, duration) {

@@ -71,6 +71,26 @@ function stopChild(child, { signal = 'SIGKILL', graceMs = 5000 } = {}) {
 }
 
 /**
+ * CPU time used so far by every live thread of a process, in nanoseconds (Linux
+ * /proc/<pid>/task/<tid>/schedstat: on-CPU ns, unlike /stat's 10 ms ticks). A thread that ends
+ * between the listing and its read is left out.
+ * @param {number} pid
+ * @returns {number}
+ */
+function processCpuNs(pid) {
+  const fs = require('fs');
+  let total = 0;
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      total += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'latin1').split(' ')[0]);
+    } catch {
+      // the thread ended between readdir and read
+    }
+  }
+  return total;
+}
+
+/**
  * The first line a child writes on stdout (an app saying it is ready); rejects if the child exits
  * first. The rest of its output is drained.
  * @param {import('node:child_process').ChildProcess} child spawned with stdout 'pipe'
@@ -93,4 +113,4 @@ function firstLine(child, name = 'the app') {
   });
 }
 
-module.exports = { cleanEnv, freePort, stopChild, firstLine };
+module.exports = { cleanEnv, freePort, stopChild, firstLine, processCpuNs };
