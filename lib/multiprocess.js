@@ -31,6 +31,13 @@ const MIN_TTL_MS = 1000;
 /** How long a final push (beforeExit, stop()) may hold the process. */
 const FINAL_PUSH_TIMEOUT_MS = 1000;
 const MAX_BACKOFF_MS = 60000;
+/**
+ * A node:cluster worker leaves the port to its primary this long: it starts as a member, and binds
+ * only if nobody holds the port by then. Without it the first process to bind wins, and a worker
+ * (forked during the primary's startup) sometimes beat the primary that forked it: the port then
+ * changed hands with every worker restart.
+ */
+const WORKER_GRACE_MS = 1000;
 // A push failing with these means nobody listens on the port any more: try to take it over.
 const GONE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE']);
 
@@ -376,6 +383,9 @@ function createMultiprocess({ host, port, intervalMs, aggregate, maxProcesses, t
   let closed = false;
   let takingOver = null;
   let finalizing = false;
+  let graceTimer = null;
+  let graceEnd = 0;
+  let bindFailureTold = false;
 
   async function bind() {
     try {
@@ -389,24 +399,51 @@ function createMultiprocess({ host, port, intervalMs, aggregate, maxProcesses, t
     if (takingOver || closed) return;
     takingOver = bind().then((err) => {
       takingOver = null;
-      // EADDRINUSE: another process took the port first; the next push goes to it.
-      if (err || closed) return;
+      if (closed) return;
+      // EADDRINUSE: another process took the port first; the next push goes to it. Any other
+      // cause (a cluster worker's first bind: a bad host) is told once, as start() tells it.
+      if (err && err.code !== 'EADDRINUSE' && !bindFailureTold) {
+        bindFailureTold = true;
+        safeCall(() => onListenFailed(err));
+      }
+      if (err) return;
       role = 'holder';
       if (member) member.close();
       member = null;
     });
   }
 
+  /** A member's holder is gone: take the port over, after a cluster worker's grace (see WORKER_GRACE_MS). */
+  function onGone() {
+    const wait = graceEnd - Date.now();
+    if (wait <= 0) {
+      takeOver();
+    } else if (!graceTimer) {
+      graceTimer = setTimeout(() => {
+        graceTimer = null;
+        takeOver();
+      }, wait);
+      graceTimer.unref();
+    }
+  }
+
   return {
     /** Bind or join. Resolves 'holder', 'member' or 'none'; never rejects. */
     async start() {
+      if (aggregate && port !== 0 && processIdentity().workerId !== undefined) {
+        // A cluster worker: join whoever holds the port; bind only after the grace (onGone).
+        graceEnd = Date.now() + WORKER_GRACE_MS;
+        role = 'member';
+        member = createMember({ host, port, intervalMs, lookup, onGone, what, portVar });
+        return role;
+      }
       const err = await bind();
       if (closed) return 'none';
       if (!err) {
         role = 'holder';
       } else if (aggregate && port !== 0 && err.code === 'EADDRINUSE') {
         role = 'member';
-        member = createMember({ host, port, intervalMs, lookup, onGone: takeOver, what, portVar });
+        member = createMember({ host, port, intervalMs, lookup, onGone, what, portVar });
       } else {
         role = 'none';
         safeCall(() => onListenFailed(err));
@@ -464,6 +501,8 @@ function createMultiprocess({ host, port, intervalMs, aggregate, maxProcesses, t
     },
     close() {
       closed = true;
+      if (graceTimer) clearTimeout(graceTimer);
+      graceTimer = null;
       if (member) member.close();
       member = null;
     },
