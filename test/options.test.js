@@ -4,34 +4,7 @@ const assert = require('node:assert/strict');
 const fs = require('fs');
 const path = require('path');
 const { resolveOptions, readSetting, envName, childEnvironment, DEFAULTS, SETTINGS } = require('../lib/options');
-
-const ROOT = path.join(__dirname, '..');
-
-/** Run fn and collect the process warnings it emits (uvscope warns once per code and key). */
-function warnings(fn) {
-  const seen = [];
-  const original = process.emitWarning;
-  process.emitWarning = (message, opts) => seen.push({ message: String(message), code: opts && opts.code });
-  try {
-    return { result: fn(), seen };
-  } finally {
-    process.emitWarning = original;
-  }
-}
-
-/** The agent's own .js files (what ships), relative to the repository. */
-function shippedFiles() {
-  const out = ['register.js'];
-  const walk = (dir) => {
-    for (const e of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
-      const rel = path.join(dir, e.name);
-      if (e.isDirectory()) walk(rel);
-      else if (e.name.endsWith('.js')) out.push(rel);
-    }
-  };
-  for (const dir of ['lib', 'exporters', 'bin']) walk(dir);
-  return out;
-}
+const { ROOT, shippedFiles, collectWarnings: warnings } = require('./helpers/source');
 
 describe('options', () => {
   it('defaults, then the environment, then start(options), which wins', () => {

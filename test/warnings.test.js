@@ -5,22 +5,7 @@ const fs = require('fs');
 const path = require('path');
 const { WARNINGS } = require('../lib/warnings');
 const { SETTINGS } = require('../lib/options');
-
-const ROOT = path.join(__dirname, '..');
-
-/** The agent's own .js files (what ships), relative to the repository. */
-function shippedFiles() {
-  const out = ['register.js'];
-  const walk = (dir) => {
-    for (const e of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
-      const rel = path.join(dir, e.name);
-      if (e.isDirectory()) walk(rel);
-      else if (e.name.endsWith('.js')) out.push(rel);
-    }
-  };
-  for (const dir of ['lib', 'exporters', 'bin']) walk(dir);
-  return out;
-}
+const { ROOT, shippedFiles, collectWarnings } = require('./helpers/source');
 
 describe('warnings: every UVSCOPE_* warning code in one table', () => {
   const sources = shippedFiles().filter((f) => f !== path.join('lib', 'warnings.js'))
@@ -63,15 +48,10 @@ describe('warnings: every UVSCOPE_* warning code in one table', () => {
 
   it('a warning is emitted once per code and key, with its code', () => {
     const { warnOnce } = require('../lib/report');
-    const seen = [];
-    const original = process.emitWarning;
-    process.emitWarning = (message, opts) => seen.push({ message, code: opts.code });
-    try {
+    const { seen } = collectWarnings(() => {
       assert.equal(warnOnce(WARNINGS.INVALID_OPTION, 'first', 'test-warnings-key'), true);
       assert.equal(warnOnce(WARNINGS.INVALID_OPTION, 'again', 'test-warnings-key'), false);
-    } finally {
-      process.emitWarning = original;
-    }
+    });
     assert.deepEqual(seen, [{ message: 'first', code: 'UVSCOPE_INVALID_OPTION' }]);
   });
 });

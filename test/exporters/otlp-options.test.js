@@ -4,18 +4,7 @@ const assert = require('node:assert/strict');
 const { resolveOptions } = require('../../lib/options');
 const { otlpStandardSettings: standardSettings } = require('../../lib/options');
 const { standaloneSettings, EXPORT_TIMEOUT_MAX_MS } = require('../../exporters/otlp/standalone');
-
-/** Run fn and collect the process warnings it emits (uvscope warns once per code and key). */
-function warnings(fn) {
-  const seen = [];
-  const original = process.emitWarning;
-  process.emitWarning = (message, opts) => seen.push({ message: String(message), code: opts && opts.code });
-  try {
-    return { result: fn(), seen };
-  } finally {
-    process.emitWarning = original;
-  }
-}
+const { collectWarnings: warnings } = require('../helpers/source');
 
 describe('exporters/otlp settings', function () {
   it('UVSCOPE_OTLP_MODE and UVSCOPE_OTLP_RUNTIME_METRICS: defaults, environment, options winning over it', () => {
