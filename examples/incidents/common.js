@@ -36,6 +36,28 @@ function startDns() {
 }
 
 /**
+ * Run an incident that needs the lab's DNS server: where the lab cannot run, print why and resolve
+ * { skipped }; else start the server, run fn(dns) and close the server after it.
+ * @template T
+ * @param {(line: string) => void} print
+ * @param {(dns: Awaited<ReturnType<typeof startDns>>) => Promise<T>} fn
+ * @returns {Promise<T | { skipped: string }>}
+ */
+async function withLab(print, fn) {
+  const support = labSupport();
+  if (!support.ok) {
+    print(`  skipped: ${support.reason} (the lab needs its own DNS server and a private mount namespace)`);
+    return { skipped: support.reason };
+  }
+  const dns = await startDns();
+  try {
+    return await fn(dns);
+  } finally {
+    await dns.close();
+  }
+}
+
+/**
  * Start an app with uvscope preloaded. Resolves once the app prints its first JSON line.
  * @param {{ app: string, env?: object, conf?: object, namespace?: boolean }} options
  */
@@ -113,4 +135,4 @@ function printFindings(print, snapshot) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-module.exports = { configureLab, labSupport, startDns, startApp, load, startUpstream, value, printFindings, sleep, REGISTER };
+module.exports = { configureLab, labSupport, withLab, startDns, startApp, load, startUpstream, value, printFindings, sleep, REGISTER };
