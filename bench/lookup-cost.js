@@ -28,6 +28,7 @@
 const path = require('path');
 const { spawn } = require('child_process');
 const { median, machine } = require('./fixtures/stats');
+const { watchdog } = require('../support/processes');
 
 const REPO = path.resolve(__dirname, '..');
 const REGISTER = path.join(REPO, 'register.js');
@@ -179,11 +180,7 @@ async function measure(opts) {
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const budgetMs = 3 * (opts.rows.length + 1) * opts.rounds * 2 * (opts.ms + 1700) + 30000;
-  const watchdog = setTimeout(() => {
-    console.error(`bench/lookup-cost.js: watchdog: over ${Math.round(budgetMs / 1000)} s, aborting`);
-    process.exit(2);
-  }, budgetMs);
-  watchdog.unref();
+  watchdog('bench/lookup-cost.js', budgetMs);
   const before = machine();
   const results = await measure(opts);
   const after = machine().load;

@@ -29,6 +29,7 @@ const REPO = path.resolve(__dirname, '..');
 const uvscope = require(path.join(REPO, 'lib', 'index.js'));
 const { PUSH_PATH, PUSH_HEADER } = require(path.join(REPO, 'lib', 'multiprocess.js'));
 const { DNS_BUCKETS } = require(path.join(REPO, 'lib', 'metrics.js'));
+const { watchdog } = require(path.join(REPO, 'support', 'processes.js'));
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc');
@@ -80,11 +81,7 @@ function post(port, body) {
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
-  const watchdog = setTimeout(() => {
-    console.error('bench/multiprocess.js: watchdog (60 s)');
-    process.exit(2);
-  }, 60000);
-  watchdog.unref();
+  const timer = watchdog('bench/multiprocess.js', 60000);
 
   const agent = uvscope.start({ exporters: ['prometheus'], intervalMs: 3600000, prometheus: { port: 0, maxProcesses: 4096 } });
   const exporter = agent.exporters.find((e) => e.name === 'prometheus');
@@ -145,7 +142,7 @@ async function main() {
     console.log(`holder: ${String(n).padStart(4)} other processes (+1 bench): scrape ${r.ms.toFixed(1)} ms (x${(r.ms / alone.ms).toFixed(0)} alone), ${(r.bytes / 1024 / 1024).toFixed(1)} MiB, longest loop block ${r.blockMs.toFixed(1)} ms; heap +${((heap - heap0) / 1024 / 1024).toFixed(1)} MiB (${((heap - heap0) / 1024 / (n + 1)).toFixed(0)} KiB per process)`);
   }
   await uvscope.stop();
-  clearTimeout(watchdog);
+  clearTimeout(timer);
 }
 
 main().catch((err) => {

@@ -26,7 +26,7 @@ const os = require('os');
 const http = require('http');
 const { spawn } = require('child_process');
 const autocannon = require('autocannon');
-const { freePort, stopChild } = require('../support/processes');
+const { freePort, stopChild, watchdog } = require('../support/processes');
 
 const REPO = path.resolve(__dirname, '..');
 const REGISTER = path.join(REPO, 'register.js');
@@ -175,11 +175,7 @@ const fmt = (n, d = 0) => n.toLocaleString('en-US', { minimumFractionDigits: d, 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const budgetS = opts.rounds * 2 * (opts.duration + WARMUP_S + 1) + 30;
-  const watchdog = setTimeout(() => {
-    console.error(`overhead: aborted, still running after ${budgetS} s`);
-    cleanupAndExit(2);
-  }, budgetS * 1000);
-  watchdog.unref();
+  const timer = watchdog('bench/overhead.js', budgetS * 1000, () => children);
 
   const cpus = os.cpus().length;
   console.log(`uvscope overhead benchmark: node ${process.version} (${process.execPath}), ${cpus} CPU(s), ${os.cpus()[0] ? os.cpus()[0].model : '?'}`);
@@ -225,7 +221,7 @@ async function main() {
   const errors = rounds.reduce((n, r) => n + r.with.problems + r.without.problems, 0);
   if (errors) console.log(`warning: ${errors} request error(s)/timeout(s)/non-2xx during the measured runs`);
   if (cpus <= 2) console.log(`(${cpus} CPU(s): autocannon and the server share them; a difference of a few % is within noise.)`);
-  clearTimeout(watchdog);
+  clearTimeout(timer);
 }
 
 function cleanupAndExit(code) {

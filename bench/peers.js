@@ -35,7 +35,7 @@ const path = require('path');
 const dgram = require('dgram');
 const { spawn, spawnSync } = require('child_process');
 const { median, machine } = require('./fixtures/stats');
-const { stopChild, processCpuNs } = require('../support/processes');
+const { stopChild, processCpuNs, watchdog } = require('../support/processes');
 
 const REPO = path.resolve(__dirname, '..');
 const REGISTER = path.join(REPO, 'register.js');
@@ -273,14 +273,7 @@ async function main() {
   if (!hasTaskset()) throw new Error('bench/peers.js needs taskset (util-linux) and 2 CPUs to pin the server and the load generator apart');
   const perVariantS = opts.seconds + opts.idle + 2.5;
   const budgetMs = 2 * opts.rounds * 6 * perVariantS * 1000 + 60000;
-  const watchdog = setTimeout(() => {
-    console.error(`bench/peers.js: watchdog: over ${Math.round(budgetMs / 1000)} s, aborting`);
-    for (const c of children) {
-      try { process.kill(c.pid, 'SIGKILL'); } catch { /* gone */ }
-    }
-    process.exit(2);
-  }, budgetMs);
-  watchdog.unref();
+  watchdog('bench/peers.js', budgetMs, () => children);
   const before = machine();
   const results = await measure(opts);
   const after = machine().load;

@@ -28,7 +28,7 @@ const net = require('net');
 const { spawn } = require('child_process');
 
 const REPO = path.resolve(__dirname, '..');
-const { stopChild } = require(path.join(REPO, 'support', 'processes.js'));
+const { stopChild, watchdog } = require(path.join(REPO, 'support', 'processes.js'));
 const uvscope = require(path.join(REPO, 'lib', 'index.js'));
 const { countTypes } = require(path.join(REPO, 'lib', 'samplers', 'resources.js'));
 const CLIENTS = path.join(__dirname, 'fixtures', 'socket-clients.js');
@@ -118,12 +118,7 @@ function stopClients() {
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
-  const watchdog = setTimeout(() => {
-    console.error(`sample-cost: aborted after ${WATCHDOG_MS / 1000} s`);
-    if (child) try { process.kill(child.pid, 'SIGKILL'); } catch { /* gone */ }
-    process.exit(2);
-  }, WATCHDOG_MS);
-  watchdog.unref();
+  const timer = watchdog('bench/sample-cost.js', WATCHDOG_MS, () => [child]);
 
   const limit = fdLimit();
   console.log(`uvscope sample cost: node ${process.version}, ${opts.sockets} sockets, fd limit ${limit} per process ` +
@@ -221,7 +216,7 @@ async function main() {
   for (const s of accepted) s.destroy();
   await new Promise((resolve) => server.close(resolve));
   while (accepted.size > 0) await new Promise((resolve) => setImmediate(resolve));
-  clearTimeout(watchdog);
+  clearTimeout(timer);
   console.log(`\nclosed: agent stopped, client child stopped, server and its ${opts.sockets} sockets closed`);
 }
 

@@ -18,6 +18,7 @@
 const path = require('path');
 const { spawnSync } = require('child_process');
 const { median, quantile, machine } = require('./fixtures/stats');
+const { watchdog } = require('../support/processes');
 
 const REPO = path.resolve(__dirname, '..');
 const REGISTER = path.join(REPO, 'register.js');
@@ -107,11 +108,7 @@ function measure(opts) {
 
 function main() {
   const opts = parseArgs(process.argv.slice(2));
-  const watchdog = setTimeout(() => {
-    console.error('bench/startup.js: watchdog: over 120 s, aborting');
-    process.exit(2);
-  }, 120000);
-  watchdog.unref();
+  watchdog('bench/startup.js', 120000);
   const m = machine();
   const r = measure(opts);
   if (opts.json) {

@@ -71,6 +71,31 @@ function stopChild(child, { signal = 'SIGKILL', graceMs = 5000 } = {}) {
 }
 
 /**
+ * Abort a bench that runs past its bound: say so, SIGKILL the children it has running (read when
+ * it fires), exit 2. Unref'd: it never keeps the bench alive; clear it with clearTimeout.
+ * @param {string} name the bench, as its message names it
+ * @param {number} ms
+ * @param {() => Iterable<{ pid?: number } | null | undefined>} [running]
+ * @returns {NodeJS.Timeout}
+ */
+function watchdog(name, ms, running = () => []) {
+  const timer = setTimeout(() => {
+    console.error(`${name}: watchdog: over ${Math.round(ms / 1000)} s, aborting`);
+    for (const c of running()) {
+      if (!c || !c.pid) continue;
+      try {
+        process.kill(c.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    process.exit(2);
+  }, ms);
+  timer.unref();
+  return timer;
+}
+
+/**
  * CPU time used so far by every live thread of a process, in nanoseconds (Linux
  * /proc/<pid>/task/<tid>/schedstat: on-CPU ns, unlike /stat's 10 ms ticks). A thread that ends
  * between the listing and its read is left out.
@@ -113,4 +138,4 @@ function firstLine(child, name = 'the app') {
   });
 }
 
-module.exports = { cleanEnv, freePort, stopChild, firstLine, processCpuNs };
+module.exports = { cleanEnv, freePort, stopChild, firstLine, processCpuNs, watchdog };
