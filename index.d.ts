@@ -165,6 +165,11 @@ export interface SnapshotDetails {
   readonly [sampler: string]: unknown;
 }
 
+/**
+ * One sample, read-only. The per-hostname DNS figures (the histograms of dns.lookup.duration and
+ * nodejs.dns.lookup.queue_wait points, details.dns.hosts[] and their tail) are updated in place by
+ * the next sample: copy what you keep past it.
+ */
 export interface Snapshot {
   readonly time: number;
   readonly intervalMs: number;

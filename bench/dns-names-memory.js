@@ -24,15 +24,19 @@
 // Per kept name by slope = (growth with - growth at M) / (kept - kept at M): what one
 // more kept name costs, apart from what the agent costs whatever it keeps.
 //
-// What RSS shows is mostly V8's young generation, not what the agent keeps: V8 doubles the new
-// space (1 MiB up to 16 MiB a semi-space on Node 20) when the bytes that survived scavenges since
-// the last doubling exceed its size, and shrinks it only while the allocation rate is low (under
-// ~1 MB/s); the agent's snapshot of the last interval (about 1 KB per kept hostname looked up in
-// it) survives the scavenges until the next sample. So three measures: with minus without as V8
+// What RSS shows can be mostly V8's young generation rather than what the agent keeps: V8 doubles
+// the new space (1 MiB up to 16 MiB a semi-space on Node 20) when the bytes that survived
+// scavenges since the last doubling exceed its size, and shrinks it only while the allocation rate
+// is low (under ~1 MB/s). Until 2026-11-23 every sample's snapshot held about 1 KB of new objects
+// per kept hostname looked up in the interval, alive until the next sample, so they survived the
+// scavenges in between (400 to 800 KB a scavenge at 300 kept names) and the young generation grew
+// to its maximum; the DNS sampler now updates one set of objects per name in place, and the young
+// generation stays as small as without the agent. So three measures: with minus without as V8
 // sizes the young generation (what a user sees), --semi-space MB (both children's young
 // generation fixed: --min-semi-space-size = --max-semi-space-size = MB, so the RSS difference is
-// the agent's own) and --slope M (the derivative per kept name). heapUsed after a full GC is what
-// the agent keeps either way; newSpace is the young generation's size (part of heapTotal);
+// the agent's own) and --slope M (the derivative per kept name). RSS outside the V8 heap (glibc's
+// arenas of the resolver threads) moves by about a MiB from run to run: repeat a figure. heapUsed
+// after a full GC is what the agent keeps either way; newSpace is the young generation's size (part of heapTotal);
 // external is memory outside the heap that V8 knows of (ArrayBuffers' backing stores).
 
 const path = require('path');

@@ -240,8 +240,11 @@ class Agent {
         const own = sampler.sample(tick);
         for (let i = 0; i < own.length; i++) {
           const p = own[i];
-          Object.freeze(p.attributes);
-          points.push(Object.freeze(p));
+          if (Object.isExtensible(p)) {
+            Object.freeze(p.attributes);
+            Object.freeze(p);
+          }
+          points.push(p);
         }
       } catch (err) {
         reportError(`sampler:${sampler.name}`, err);
@@ -338,10 +341,11 @@ function errorPoints() {
 
 // for...in rather than Object.values(): no array per object (a snapshot holds thousands of
 // objects with many hostnames, and this runs every sample); arrays by index, since for...in over
-// an array makes a string per index. Objects handed out frozen again (an idle hostname's details
-// and points) are skipped whole.
+// an array makes a string per index. Objects that are not extensible are skipped whole: frozen ones
+// handed out again, and the live ones a sampler updates in place at each sample (sealed: the DNS
+// sampler's per-hostname details and histogram views, lib/snapshot.js).
 function deepFreeze(value) {
-  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+  if (value && typeof value === 'object' && Object.isExtensible(value)) {
     Object.freeze(value);
     if (Array.isArray(value)) for (let i = 0; i < value.length; i++) deepFreeze(value[i]);
     else for (const k in value) deepFreeze(value[k]);

@@ -72,7 +72,7 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
       // While other work holds every pool thread, lookups wait for a thread, not because they are
       // many (threadpool-saturated names the holder): that waiting is not dns-no-cache's cost.
       summary.poolHeld = Boolean(summary.pool) && poolHeld(summary, lim);
-      if (summary.poolHeld) for (const h of summary.hosts) h.noCacheSeconds = h.noCacheQueueWait = 0;
+      if (summary.poolHeld) for (let i = 0; i < summary.hosts.length; i++) summary.hosts[i].noCacheSeconds = summary.hosts[i].noCacheQueueWait = 0;
       mergeHosts(window, lim.windowMs / HOST_BUCKETS);
       const dnsHosts = (sample.details.dns && sample.details.dns.hosts) || [];
       for (let i = 0; i < dnsHosts.length; i++) {
@@ -286,29 +286,63 @@ function tailHosts(dns) {
   return ((dns && dns.hosts) || []).filter((h) => h.recentLookups > 0 && h.p50 !== null && h.p99 > h.p50);
 }
 
+// dnsNoCache's per-name sums, reused from sample to sample (grown as needed).
+let noCacheScratch = new Float64Array(3 * 128);
+
 function dnsNoCache(window, lim, callersByName) {
   const seconds = windowSeconds(window);
-  const byName = new Map();
   const heldIntervals = window.filter((s) => s.poolHeld).length;
-  for (const s of window) {
-    for (const h of s.hosts) {
-      if (h.name === '_other') continue;
-      const t = byName.get(h.name) || { name: h.name, lookups: 0, intervals: 0, seconds: 0, queueWaitSeconds: 0, duplicates: 0, maxInFlight: 0 };
-      t.lookups += h.lookups;
-      t.intervals += h.intervals || 0;
-      t.seconds += h.noCacheSeconds || 0;
-      t.queueWaitSeconds += h.noCacheQueueWait || 0;
-      t.duplicates += h.duplicates;
-      t.maxInFlight = Math.max(t.maxInFlight, h.maxInFlight);
-      byName.set(h.name, t);
-    }
-  }
   // Sustained repetition that costs: many lookups of one name over several intervals, and either
   // much time spent in them or much waiting for DNS slots because of them.
   // While other work held the pool in the window, the lookups' time is that work's doing
   // (threadpool-saturated names it); the probe sees the hold only when it completes, so intervals
   // just before it count too: no caching claim then.
   if (heldIntervals > 0) return null;
+  // Totals per name in a scratch array (lookups, seconds, queue wait), then an object only for the
+  // names that cross the thresholds: this runs every sample over every kept name, and an object
+  // per name per sample was a third of what the agent allocated at 300 kept names
+  // (bench/dns-names-memory.js). Index loops: in V8's interpreter for...of makes an iterator
+  // result per entry.
+  const slotOf = new Map();
+  let totals = noCacheScratch;
+  for (let w = 0; w < window.length; w++) {
+    const hosts = window[w].hosts;
+    for (let i = 0; i < hosts.length; i++) {
+      const h = hosts[i];
+      if (h.name === '_other') continue;
+      let k = slotOf.get(h.name);
+      if (k === undefined) {
+        slotOf.set(h.name, (k = slotOf.size));
+        if (3 * k + 3 > totals.length) {
+          const grown = new Float64Array(2 * totals.length);
+          grown.set(totals);
+          noCacheScratch = totals = grown;
+        }
+        totals[3 * k] = totals[3 * k + 1] = totals[3 * k + 2] = 0;
+      }
+      totals[3 * k] += h.lookups;
+      totals[3 * k + 1] += h.noCacheSeconds || 0;
+      totals[3 * k + 2] += h.noCacheQueueWait || 0;
+    }
+  }
+  const crosses = (k) => totals[3 * k] >= lim.noCacheMinLookups
+    && (totals[3 * k + 1] / seconds >= lim.noCacheSecondsPerSecond || totals[3 * k + 2] / seconds >= lim.noCacheQueueWaitPerSecond);
+  const byName = new Map();
+  for (let w = 0; w < window.length; w++) {
+    const hosts = window[w].hosts;
+    for (let i = 0; i < hosts.length; i++) {
+      const h = hosts[i];
+      if (h.name === '_other' || !crosses(slotOf.get(h.name))) continue;
+      let t = byName.get(h.name);
+      if (!t) byName.set(h.name, (t = { name: h.name, lookups: 0, intervals: 0, seconds: 0, queueWaitSeconds: 0, duplicates: 0, maxInFlight: 0 }));
+      t.lookups += h.lookups;
+      t.intervals += h.intervals || 0;
+      t.seconds += h.noCacheSeconds || 0;
+      t.queueWaitSeconds += h.noCacheQueueWait || 0;
+      t.duplicates += h.duplicates;
+      t.maxInFlight = Math.max(t.maxInFlight, h.maxInFlight);
+    }
+  }
   const hot = [...byName.values()]
     .filter((h) => h.lookups >= lim.noCacheMinLookups && h.intervals >= lim.noCacheIntervals
       && (h.seconds / seconds >= lim.noCacheSecondsPerSecond || h.queueWaitSeconds / seconds >= lim.noCacheQueueWaitPerSecond))
@@ -398,7 +432,7 @@ function httpNoKeepAlive(window, lim) {
   let connections = 0;
   let connectSeconds = 0;
   for (const s of window) {
-    for (const h of s.hosts) lookups += h.lookups;
+    for (let i = 0; i < s.hosts.length; i++) lookups += s.hosts[i].lookups;
     if (!s.connections) continue;
     connections += s.connections.connections;
     connectSeconds += s.connections.connectSeconds || 0;
@@ -506,7 +540,8 @@ function dnsTailLatency(window, lim) {
         stddev: x.stddev,
         mean: x.mean,
         place: x.place,
-        tail: x.tail,
+        // A copy: the sampler updates a name's tail in place at the next sample (lib/samplers/dns.js).
+        tail: { ...x.tail },
       })),
     },
     advice,
@@ -520,7 +555,8 @@ const IMPACT = {
     let waited = 0;
     let requests = 0;
     for (const s of window) {
-      for (const h of s.hosts) {
+      for (let i = 0; i < s.hosts.length; i++) {
+        const h = s.hosts[i];
         waited += h.queueWaitSeconds || 0;
         requests += h.queuedLookups || 0;
       }
@@ -601,12 +637,15 @@ function round3(x) {
 // Sum a per-host figure over the window, largest first.
 function aggregate(window, pick) {
   const sums = new Map();
-  for (const s of window) {
-    for (const h of s.hosts) {
-      const v = pick(h);
-      if (v) sums.set(h.name, (sums.get(h.name) || 0) + v); // zeros would be filtered out below
+  // Index loops: run every sample over every kept name (see dnsNoCache).
+  for (let w = 0; w < window.length; w++) {
+    const hosts = window[w].hosts;
+    for (let i = 0; i < hosts.length; i++) {
+      const v = pick(hosts[i]);
+      if (v) sums.set(hosts[i].name, (sums.get(hosts[i].name) || 0) + v); // zeros would be filtered out below
     }
   }
+  if (sums.size === 0) return [];
   return [...sums].filter(([, v]) => v > 0).map(([name, value]) => ({ name, value })).sort((a, b) => b.value - a.value);
 }
 

@@ -1,7 +1,8 @@
 'use strict';
 
 /**
- * A histogram as it appears in a snapshot: frozen, cumulative since the start.
+ * A histogram as it appears in a snapshot: cumulative since the start; frozen (snapshot()), or a
+ * live view updated in place at each sample (view(); see lib/snapshot.js).
  * @typedef {object} HistogramSnapshot
  * @property {readonly number[]} bounds ascending upper bounds
  * @property {readonly number[]} counts per bucket (not cumulative); the last is the overflow (+Inf)
@@ -24,6 +25,8 @@ class Histogram {
     // The last snapshot, handed out again while nothing was observed: a kept hostname that had no
     // lookup in an interval costs no new objects in the next snapshot.
     this.frozen = null;
+    // The live view (view()): one object for the histogram's life, updated in place.
+    this.live = null;
   }
 
   /**
@@ -48,6 +51,29 @@ class Histogram {
       count: this.count,
     });
     return this.frozen;
+  }
+
+  /**
+   * The histogram as of this call, in one object for the histogram's life: the same object every
+   * time, its figures updated in place (sealed: readers cannot add to it or write it through a
+   * frozen snapshot, lib/agent.js leaves it unfrozen). For series that a snapshot holds per kept
+   * hostname: a frozen copy per change made ~300 bytes per name and sample that lived until the
+   * next sample and survived V8's scavenges (bench/dns-names-memory.js). A reader that keeps its
+   * figures past the next sample copies them.
+   * @returns {HistogramSnapshot}
+   */
+  view() {
+    const v = this.live;
+    if (v === null) {
+      this.live = Object.seal({ bounds: this.bounds, counts: Object.seal(this.counts.slice()), sum: this.sum, count: this.count });
+      return this.live;
+    }
+    if (v.count !== this.count || v.sum !== this.sum) {
+      for (let i = 0; i < this.counts.length; i++) v.counts[i] = this.counts[i];
+      v.sum = this.sum;
+      v.count = this.count;
+    }
+    return v;
   }
 }
 

@@ -46,7 +46,18 @@
  */
 
 /**
- * One sample, deep-frozen.
+ * One sample, deep-frozen, except the figures kept per hostname: the DNS sampler's points
+ * (dns.lookup.duration, nodejs.dns.lookup.queue_wait) are frozen but their histograms are live
+ * views, and its details.dns.hosts[] entries (with their tail) are live objects, sealed rather than
+ * frozen. The sampler updates them in place at the next sample, so a snapshot holds no new object
+ * per kept hostname: a new one every interval lived until the next sample and survived V8's
+ * scavenges in between, and at 300 kept names that grew the young generation by ~16 MiB
+ * (bench/dns-names-memory.js). Readers treat them as read-only like the rest, and a reader that
+ * keeps figures past the next sample (the findings' window, an exporter's previous values) copies
+ * them. Every reader in uvscope reads a snapshot synchronously or copies what it keeps, except the
+ * Prometheus text written in slices (exporters/prometheus): a scrape that a sample overtakes writes
+ * that sample's figures for the hostname series it had not reached yet (each histogram's buckets,
+ * sum and count still from one sample, all cumulative).
  * @typedef {object} Snapshot
  * @property {number} time epoch milliseconds
  * @property {number} intervalMs

@@ -63,6 +63,9 @@ function createDnsSampler(options = {}) {
   const hosts = new Map(); // name -> per-hostname statistics
   const queueWaits = new Map(); // name -> Histogram of the wait for a DNS slot
   const recentMs = options.recentMs || RECENT_MS;
+  // What sample() and details() hand out: the same arrays until a series or a name is added.
+  let pointList = [];
+  let hostList = [];
   const slots = createSlotModel(() => dnsSlots(readSetting('threadpool.size', options.env)));
   let inFlight = 0;
   let active = true;
@@ -209,20 +212,21 @@ function createDnsSampler(options = {}) {
       return inFlight;
     },
     sample() {
-      // A series with no lookup since the last sample hands out its last point again (frozen by
-      // the agent): each sample's snapshot lives until the next one, so every new object per
-      // kept name survives V8's scavenges of that interval and grows its young generation.
+      // One point per series for its life, frozen, whose histogram is the series' live view
+      // (Histogram#view: updated in place here, at the sample): a snapshot holds no new object per
+      // kept name, so nothing per name lives from one sample to the next and survives V8's
+      // scavenges in between (that grew the young generation, bench/dns-names-memory.js). The
+      // list is the same array until a series is added (series are never removed).
       // forEach rather than for...of over the Maps: code that runs once a second stays in V8's
       // interpreter, where for...of makes an iterator result per entry.
-      const out = new Array(series.size + queueWaits.size);
-      let k = 0;
-      series.forEach((s) => {
-        out[k++] = s.point = pointOf(s.point, 'dns.lookup.duration', s.histogram, s.point ? null : { 'dns.question.name': s.name, 'error.type': s.errorType });
-      });
-      queueWaits.forEach((w, name) => {
-        out[k++] = w.point = pointOf(w.point, 'nodejs.dns.lookup.queue_wait', w.histogram, w.point ? null : { 'dns.question.name': name });
-      });
-      return out;
+      if (pointList.length !== series.size + queueWaits.size) {
+        pointList = [];
+        series.forEach((s) => pointList.push(s.point || (s.point = livePoint('dns.lookup.duration', s.histogram, { 'dns.question.name': s.name, 'error.type': s.errorType }))));
+        queueWaits.forEach((w, name) => pointList.push(w.point || (w.point = livePoint('nodejs.dns.lookup.queue_wait', w.histogram, { 'dns.question.name': name }))));
+      }
+      series.forEach((s) => s.histogram.view());
+      queueWaits.forEach((w) => w.histogram.view());
+      return pointList;
     },
     /**
      * Per-hostname figures for the interval since the last endInterval(), with totals and sampled
@@ -233,44 +237,32 @@ function createDnsSampler(options = {}) {
      * @returns {DnsDetails}
      */
     details() {
-      const out = new Array(hosts.size);
-      let k = 0;
+      // One details object per name for its life, updated in place (sealed; see sample()). The
+      // list is the same array until a name is added (names are never removed).
+      if (hostList.length !== hosts.size) {
+        hostList = [];
+        hosts.forEach((host) => hostList.push(host.details || (host.details = newDetails(host.name))));
+      }
       const now = Date.now();
       hosts.forEach((host) => {
         const i = host.interval;
-        const stats = host.recent.stats(now - recentMs);
-        const callers = host.callerList || (host.callerList = callerList(host.callers));
-        // An idle name's figures are the same as last time: its last object (frozen in the last
-        // snapshot) again, not a new one per kept name per sample.
-        if (host.details !== null && sameDetails(host.details, host, stats, callers)) {
-          out[k++] = host.details;
-          return;
-        }
-        const d = {
-          name: host.name,
-          lookups: i.lookups,
-          errors: i.errors,
-          seconds: i.seconds,
-          queueWaitSeconds: i.queueWaitSeconds,
-          resolveSeconds: i.resolveSeconds,
-          queuedLookups: i.queuedLookups,
-          recentLookups: stats.recentLookups,
-          p50: stats.p50,
-          p99: stats.p99,
-          stddev: stats.stddev,
-          tail: stats.tail,
-          maxSeconds: i.maxSeconds,
-          duplicates: i.duplicates,
-          maxInFlight: i.maxInFlight,
-          timeouts: i.timeouts,
-          inFlight: host.inFlight,
-          totalLookups: host.lookups,
-          callers,
-        };
-        if (stats.recentLookups > 0) d.mean = stats.mean;
-        out[k++] = host.details = d;
+        const d = host.details;
+        d.lookups = i.lookups;
+        d.errors = i.errors;
+        d.seconds = i.seconds;
+        d.queueWaitSeconds = i.queueWaitSeconds;
+        d.resolveSeconds = i.resolveSeconds;
+        d.queuedLookups = i.queuedLookups;
+        host.recent.stats(now - recentMs, d);
+        d.maxSeconds = i.maxSeconds;
+        d.duplicates = i.duplicates;
+        d.maxInFlight = i.maxInFlight;
+        d.timeouts = i.timeouts;
+        d.inFlight = host.inFlight;
+        d.totalLookups = host.lookups;
+        d.callers = host.callerList || (host.callerList = callerList(host.callers));
       });
-      return { inFlight, dnsSlots: slots.size, hosts: out };
+      return { inFlight, dnsSlots: slots.size, hosts: hostList };
     },
     /** Start a new interval: per-hostname interval figures and the caller budget start over. */
     endInterval() {
@@ -305,23 +297,23 @@ function resetInterval(i, inFlight) {
   i.maxInFlight = inFlight;
 }
 
-// A point of the snapshot: the last one while its histogram is unchanged (Histogram#snapshot
-// hands out the same frozen object then), else a new one with the last one's attributes.
-function pointOf(last, name, histogram, attributes) {
-  const h = histogram.snapshot();
-  if (last !== null && last.histogram === h) return last;
-  return { name, attributes: last !== null ? last.attributes : attributes, histogram: h };
+// A series' point for its life: frozen, with its histogram's live view (updated at each sample).
+function livePoint(name, histogram, attributes) {
+  return Object.freeze({ name, attributes: Object.freeze(attributes), histogram: histogram.view() });
 }
 
-// Whether a host's last details object still says what a new one would.
-function sameDetails(d, host, stats, callers) {
-  const i = host.interval;
-  return d.lookups === i.lookups && d.errors === i.errors && d.seconds === i.seconds && d.queueWaitSeconds === i.queueWaitSeconds
-    && d.resolveSeconds === i.resolveSeconds && d.queuedLookups === i.queuedLookups && d.maxSeconds === i.maxSeconds
-    && d.duplicates === i.duplicates && d.maxInFlight === i.maxInFlight && d.timeouts === i.timeouts && d.inFlight === host.inFlight
-    && d.totalLookups === host.lookups && d.callers === callers && d.recentLookups === stats.recentLookups && d.p50 === stats.p50
-    && d.p99 === stats.p99 && d.stddev === stats.stddev && d.tail === stats.tail;
+// A name's details for its life (details() updates it in place): sealed, so that the agent's
+// deepFreeze leaves it writable, and with every field from the start (mean is null, not absent,
+// while the name has no recent lookup).
+function newDetails(name) {
+  return Object.seal({
+    name, lookups: 0, errors: 0, seconds: 0, queueWaitSeconds: 0, resolveSeconds: 0, queuedLookups: 0,
+    recentLookups: 0, p50: null, p99: null, stddev: null, tail: null,
+    maxSeconds: 0, duplicates: 0, maxInFlight: 0, timeouts: 0, inFlight: 0, totalLookups: 0, callers: NO_CALLERS, mean: null,
+  });
 }
+
+const NO_CALLERS = Object.freeze([]);
 
 /**
  * One hostname's figures (snapshot.details.dns.hosts[]). Interval figures cover the time since the
@@ -426,10 +418,13 @@ function createRecent(max, windowMs) {
   let buf = new Float64Array(3 * capacity);
   let next = 0;
   let count = 0;
-  // The last stats() and what they cover: handed out again while no lookup came and none of the
-  // lookups they counted left the window (an idle name costs no new objects per sample).
-  let last = null;
+  // What the last stats() covered: while no lookup came and none of the lookups it counted left
+  // the window, the figures it wrote are still right and it writes nothing.
+  let fresh = false;
   let lastOldest = Infinity;
+  // The tail's figures, one object for the name's life (handed out in its details while there are
+  // recent lookups), updated in place.
+  let tail = null;
   return {
     add(time, seconds, waited) {
       if (count === capacity && capacity < max && buf[3 * next] >= time - windowMs) {
@@ -447,11 +442,15 @@ function createRecent(max, windowMs) {
       buf[3 * next + 2] = waited;
       next = (next + 1) % capacity;
       if (count < capacity) count++;
-      last = null;
+      fresh = false;
     },
-    /** p50, p99 and standard deviation of lookups since `since`, and the tail's split. */
-    stats(since) {
-      if (last !== null && lastOldest >= since) return last;
+    /**
+     * p50, p99, mean and standard deviation of lookups since `since`, and the tail's split, written
+     * into `out` (a name's details: recentLookups, p50, p99, stddev, mean, tail).
+     */
+    stats(since, out) {
+      if (fresh && lastOldest >= since) return;
+      fresh = true;
       // The durations in the window, sorted in a scratch array shared by every name (no array
       // per name per sample: these are made every interval for every kept name).
       const sorted = scratch(count);
@@ -463,7 +462,11 @@ function createRecent(max, windowMs) {
         if (buf[3 * k] < oldest) oldest = buf[3 * k];
       }
       lastOldest = oldest;
-      if (n === 0) return (last = NO_RECENT);
+      out.recentLookups = n;
+      if (n === 0) {
+        out.p50 = out.p99 = out.stddev = out.tail = out.mean = null;
+        return;
+      }
       heapSort(sorted, n);
       const inWindow = sorted;
       let sum = 0;
@@ -481,19 +484,19 @@ function createRecent(max, windowMs) {
         tTotal += inWindow[j];
       }
       for (let k = 0; k < count; k++) if (buf[3 * k] >= since && buf[3 * k + 1] >= p99) tWait += buf[3 * k + 2];
-      return (last = {
-        recentLookups: n,
-        p50: rank(inWindow, n, 0.5),
-        p99,
-        stddev: Math.sqrt(sq / n),
-        mean,
-        tail: { lookups: tn, meanSeconds: tTotal / tn, queueWaitSeconds: tWait / tn, resolveSeconds: (tTotal - tWait) / tn },
-      });
+      if (tail === null) tail = Object.seal({ lookups: 0, meanSeconds: 0.5, queueWaitSeconds: 0.5, resolveSeconds: 0.5 });
+      tail.lookups = tn;
+      tail.meanSeconds = tTotal / tn;
+      tail.queueWaitSeconds = tWait / tn;
+      tail.resolveSeconds = (tTotal - tWait) / tn;
+      out.p50 = rank(inWindow, n, 0.5);
+      out.p99 = p99;
+      out.stddev = Math.sqrt(sq / n);
+      out.tail = tail;
+      out.mean = mean;
     },
   };
 }
-
-const NO_RECENT = Object.freeze({ recentLookups: 0, p50: null, p99: null, stddev: null, tail: null });
 
 // Ascending, in place, a[0..n): TypedArray#sort copies the array (about 1 KB per name per sample
 // at 60 lookups in the window), this allocates nothing.
