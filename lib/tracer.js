@@ -53,6 +53,10 @@ const ROUTE_REQUESTS_PER_INTERVAL = 100;
 // Distinct routes kept; the rest count as _other.
 const MAX_ROUTES = 50;
 const MAX_ROUTES_PER_TYPE = 20;
+// Lean mode (Node 24.14+ with AsyncContextFrame): resources created under a followed request,
+// by async id, in two generations of at most this many each (the older is dropped when the newer
+// fills up).
+const ROUTE_IDS_PER_GENERATION = 4096;
 // Jobs followed at once (an addon resource that never calls back stays until disarm).
 const MAX_TRACKED = 100000;
 const OTHER = '_other';
@@ -154,31 +158,53 @@ function createTracer(options = {}) {
   let closed = false;
   let otherTypes = 0;
   let dropped = 0;
+  // Two modes, by what this Node offers:
+  // - lean (Node 24.14+, where createHook honours trackPromises: false and AsyncLocalStorage rides
+  //   on AsyncContextFrame): the armed tracer never makes Node call into JavaScript for anything
+  //   but the init of a resource. With any before/after hook enabled, or once
+  //   executionAsyncResource() has been called in the process, Node runs every native callback
+  //   (socket reads, HTTP parser events, timers...) through a JavaScript trampoline
+  //   (InternalMakeCallback in src/api/callback.cc, callbackTrampoline in
+  //   lib/internal/async_hooks.js), and every callback and nextTick through the before hooks:
+  //   that, not the init hook, was most of the armed tracer's cost per request (an init hook alone
+  //   is within the noise of an HTTP server's CPU per request). So the `before` hook is a hook of
+  //   its own, enabled only while a job is in flight (jobs or zlibInFlight not empty), and the
+  //   route's second carrier is keyed by async id (executionAsyncId(): a read of a typed array)
+  //   instead of a property on executionAsyncResource().
+  // - classic (Node 20/22, older 24, --no-async-context-frame): one hook with init and before;
+  //   any hook turns on promise hooks there, and the trampoline is on anyway.
+  // Without a frame-based AsyncLocalStorage, routes follow awaits only through promise resources,
+  // so promises stay tracked: --no-async-context-frame on Node 24+ is classic mode.
+  const lean = mode !== 'off' && alsIsFrameBased() && supportsTrackPromises();
   // Route context, two carriers read in this order:
-  // - AsyncLocalStorage where it rides on V8's continuation data (Node 24+ with AsyncContextFrame:
-  //   no hook of its own). It follows awaits without promise hooks, but an event a request object
-  //   emits runs in the frame its emitter captured: the HTTP parser's frame is captured when the
-  //   parser is initialized for the connection (AsyncWrap::AsyncReset), before any request, and
+  // - AsyncLocalStorage where it rides on V8's continuation data (lean mode: no hook of its own).
+  //   It follows awaits without promise hooks, but an event a request object emits runs in the
+  //   frame its emitter captured: the HTTP parser's frame is captured when the parser is
+  //   initialized for the connection (AsyncWrap::AsyncReset), before any request, and
   //   enterWith() at request start lasts only until the headers-complete callback returns. So
   //   req.on('data') and req.on('end') listeners (and all they schedule) see no store.
-  // - A property on the execution resource: set at request start on the connection's
-  //   HTTPServerAsyncResource (the parser's resource, current in every parser callback: headers,
-  //   body, message complete) and copied by this hook's init to every resource created under a
-  //   stamped one (the nextTick that emits 'end', timers...). On Node 20/22 init sees promises too,
-  //   so this alone follows awaits; on 24+ (trackPromises: false) it covers the emitter paths.
-  // Every request start on a connection overwrites its stamp (null when the request is not
-  // followed), so a keep-alive connection never lends one request's route to the next; a stamp or
-  // store from an earlier arming window (a long-lived resource created under a request) is
-  // ignored.
+  // - The execution context: at request start, the connection's HTTPServerAsyncResource (the
+  //   parser's resource, current in every parser callback: headers, body, message complete) gets
+  //   the request, and this hook's init passes it on to every resource created under one that has
+  //   it (the nextTick that emits 'end', timers...). Classic mode keeps it as a property of the
+  //   resource objects (executionAsyncResource()); init sees promises there, so this alone follows
+  //   awaits. Lean mode keeps it in `routeIds` by async id: entries are only made under followed
+  //   requests (about 100 an interval), bounded by ROUTE_IDS_PER_GENERATION x 2, and one used (a
+  //   resource created under it) moves to the newer generation; a resource idle while 4096 newer
+  //   ones were made under followed requests (a long timer) loses its route.
+  // Every request start on a connection overwrites its route (none when the request is not
+  // followed), so a keep-alive connection never lends one request's route to the next; a route
+  // from an earlier arming window (a long-lived resource created under a request) is ignored.
   let als = null;
   let routeChannel = null;
   const ROUTE = Symbol('uvscope.route');
   let seenRequest = false;
+  let routeIds = new Map(); // lean: async id -> request, newer generation
+  let routeIdsOld = new Map(); // and the older one
   let requests = 0; // requests started this interval
   let stride = 1;
-  // Without a frame-based AsyncLocalStorage, routes follow awaits only through promise resources,
-  // so promises stay tracked (--no-async-context-frame on Node 24+ costs as on 20/22).
-  const trackPromisesFalse = mode !== 'off' && alsIsFrameBased() && supportsTrackPromises();
+  let beforeHook = null; // lean: the `before` hook, enabled while a job is in flight
+  let beforeOn = false;
 
   function seriesFor(type, kind) {
     if (kind === 'other' && type.length > MAX_OTHER_TYPE_LENGTH) type = type.slice(0, MAX_OTHER_TYPE_LENGTH);
@@ -201,12 +227,48 @@ function createTracer(options = {}) {
     if (!seenRequest) return null;
     let request = als ? als.getStore() : undefined;
     if (!request || request.window !== armings) {
-      const r = asyncHooks.executionAsyncResource();
-      request = r && r[ROUTE];
+      if (lean) request = requestOfId(asyncHooks.executionAsyncId());
+      else {
+        const r = asyncHooks.executionAsyncResource();
+        request = r && r[ROUTE];
+      }
     }
     if (!request || request.window !== armings) return null;
     if (request.label === undefined) request.label = boundedRoute(request.method, request.url);
     return request.label;
+  }
+
+  // Lean mode's carrier by async id (see above).
+  function requestOfId(id) {
+    let request = routeIds.get(id);
+    if (request === undefined && routeIdsOld.size > 0) {
+      request = routeIdsOld.get(id);
+      if (request !== undefined) {
+        routeIdsOld.delete(id);
+        keepRoute(id, request);
+      }
+    }
+    return request;
+  }
+
+  function keepRoute(id, request) {
+    if (routeIds.size >= ROUTE_IDS_PER_GENERATION) {
+      routeIdsOld = routeIds;
+      routeIds = new Map();
+    }
+    routeIds.set(id, request);
+  }
+
+  // Lean mode: the `before` hook is on while a job is in flight, off otherwise. Called after a
+  // job is added (from init, or a zlib write) or removed; enabling it inside init is safe (Node
+  // applies it once the current hooks have run, before any callback of that job can come).
+  function watchCallbacks() {
+    if (!beforeHook) return;
+    const want = armed && (jobs.size > 0 || zlibInFlight.size > 0);
+    if (want === beforeOn) return;
+    if (want) beforeHook.enable();
+    else beforeHook.disable();
+    beforeOn = want;
   }
 
   function attribute(s, caller, route) {
@@ -246,8 +308,13 @@ function createTracer(options = {}) {
     try {
       if (own > 0) return;
       if (seenRequest) {
-        const r = asyncHooks.executionAsyncResource();
-        if (r && r[ROUTE] && resource && typeof resource === 'object') resource[ROUTE] = r[ROUTE];
+        if (lean) {
+          const request = requestOfId(asyncHooks.executionAsyncId());
+          if (request !== undefined) keepRoute(asyncId, request);
+        } else {
+          const r = asyncHooks.executionAsyncResource();
+          if (r && r[ROUTE] && resource && typeof resource === 'object') resource[ROUTE] = r[ROUTE];
+        }
       }
       if (type === 'PROMISE') return;
       const kind = kindOf(type);
@@ -267,6 +334,7 @@ function createTracer(options = {}) {
       const s = seriesFor(type, kind);
       const job = { start: hrtime(), series: s, caller: sampleCaller(s), route: currentRoute(), counted: false };
       jobs.set(asyncId, job);
+      if (beforeHook) watchCallbacks();
       // A crypto job object also serves the *Sync functions (run() returns [err, result] at once
       // and no callback ever comes), so a crypto job counts once its run() has returned without
       // a result; where run() cannot be wrapped, crypto jobs are not counted.
@@ -289,8 +357,10 @@ function createTracer(options = {}) {
       const asyncId = handle.getAsyncId();
       const job = jobs.get(asyncId);
       if (!job || job.counted) return;
-      if (Array.isArray(result) || result === THREW) jobs.delete(asyncId);
-      else count(job);
+      if (Array.isArray(result) || result === THREW) {
+        jobs.delete(asyncId);
+        if (beforeHook) watchCallbacks();
+      } else count(job);
     } catch (err) {
       fail(err);
     }
@@ -301,9 +371,12 @@ function createTracer(options = {}) {
       let job = jobs.get(asyncId);
       if (job) {
         jobs.delete(asyncId);
+        if (beforeHook) watchCallbacks();
         if (!job.counted) return;
-      } else if ((job = zlibInFlight.get(asyncId))) zlibInFlight.delete(asyncId);
-      else return;
+      } else if ((job = zlibInFlight.get(asyncId))) {
+        zlibInFlight.delete(asyncId);
+        if (beforeHook) watchCallbacks();
+      } else return;
       const seconds = Number(hrtime() - job.start) / 1e9;
       const s = job.series;
       s.pending--;
@@ -324,6 +397,7 @@ function createTracer(options = {}) {
       const job = jobs.get(asyncId);
       if (!job) return;
       jobs.delete(asyncId);
+      if (beforeHook) watchCallbacks();
       if (job.counted) job.series.pending--;
     } catch (err) {
       fail(err);
@@ -340,6 +414,7 @@ function createTracer(options = {}) {
       const created = zlibHandles.get(asyncId);
       s.pending++;
       zlibInFlight.set(asyncId, { start: hrtime(), series: s });
+      if (beforeHook) watchCallbacks();
       if (created) attribute(s, created.caller, created.route);
       else attribute(s, undefined, currentRoute());
     } catch (err) {
@@ -373,16 +448,27 @@ function createTracer(options = {}) {
     try {
       const req = message && message.request;
       if (!armed || !req) return;
-      // The top-level resource (no callback running) is shared by everything: never stamped.
-      const r = asyncHooks.executionAsyncId() > 1 ? asyncHooks.executionAsyncResource() : null;
+      // The top-level context (no callback running) is shared by everything: never given a route.
+      const id = asyncHooks.executionAsyncId();
+      const r = id > 1 && !lean ? asyncHooks.executionAsyncResource() : null;
       if (requests++ % stride !== 0) {
-        if (r && typeof r === 'object' && r[ROUTE]) r[ROUTE] = null;
+        if (lean) {
+          if (routeIds.size > 0 || routeIdsOld.size > 0) {
+            routeIds.delete(id);
+            routeIdsOld.delete(id);
+          }
+        } else if (r && typeof r === 'object' && r[ROUTE]) r[ROUTE] = null;
         return;
       }
       const route = { method: req.method, url: req.url, label: undefined, window: armings };
       seenRequest = true;
       if (als) als.enterWith(route);
-      if (r && typeof r === 'object') r[ROUTE] = route;
+      if (lean) {
+        if (id > 1) {
+          routeIdsOld.delete(id);
+          keepRoute(id, route);
+        }
+      } else if (r && typeof r === 'object') r[ROUTE] = route;
     } catch (err) {
       fail(err);
     }
@@ -404,9 +490,11 @@ function createTracer(options = {}) {
     if (armed || closed || failed || mode === 'off') return false;
     try {
       if (!hook) {
-        const callbacks = { init, before };
-        hook = asyncHooks.createHook(trackPromisesFalse ? { ...callbacks, trackPromises: false } : callbacks);
-        if (trackPromisesFalse) als = new asyncHooks.AsyncLocalStorage();
+        if (lean) {
+          hook = asyncHooks.createHook({ init, trackPromises: false });
+          beforeHook = asyncHooks.createHook({ before, trackPromises: false });
+          als = new asyncHooks.AsyncLocalStorage();
+        } else hook = asyncHooks.createHook({ init, before });
       }
       if (!routeChannel) {
         routeChannel = require('diagnostics_channel').channel(subscribed.httpServerRequestStart);
@@ -427,9 +515,11 @@ function createTracer(options = {}) {
     if (hook) {
       try {
         hook.disable();
+        if (beforeHook) beforeHook.disable();
       } catch (err) {
         reportError('tracer', err);
       }
+      beforeOn = false;
     }
     if (routeChannel) {
       try {
@@ -441,6 +531,8 @@ function createTracer(options = {}) {
     }
     if (als) als.disable();
     seenRequest = false;
+    routeIds = new Map();
+    routeIdsOld = new Map();
     if (armed) {
       armedMs += now() - armedSince;
       disarmedAt = now();
