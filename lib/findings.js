@@ -72,7 +72,12 @@ function createFindingsEngine({ intervalMs, startTime = Date.now(), limits = {} 
       // While other work holds every pool thread, lookups wait for a thread, not because they are
       // many (threadpool-saturated names the holder): that waiting is not dns-no-cache's cost.
       summary.poolHeld = Boolean(summary.pool) && poolHeld(summary, lim);
-      if (summary.poolHeld) for (let i = 0; i < summary.hosts.length; i++) summary.hosts[i].noCacheSeconds = summary.hosts[i].noCacheQueueWait = 0;
+      // Likewise while the loop is blocked (eventloop-blocked's own test of an interval): a lookup
+      // is timed from the call to its callback, and the callback waits for the loop however fast
+      // DNS answered, so that time is the loop's, which eventloop-blocked names.
+      if (summary.poolHeld || blockedInInterval(summary, lim) > 0) {
+        for (let i = 0; i < summary.hosts.length; i++) summary.hosts[i].noCacheSeconds = summary.hosts[i].noCacheQueueWait = 0;
+      }
       mergeHosts(window, lim.windowMs / HOST_BUCKETS);
       const dnsHosts = (sample.details.dns && sample.details.dns.hosts) || [];
       for (let i = 0; i < dnsHosts.length; i++) {

@@ -85,6 +85,20 @@ describe('findings engine: dns-tail-latency and impact', () => {
     assert.equal(run([sample(0, { delayMax: 0.5, delayP99: 0.5 })]).length, 0);
   });
 
+  it('dns-no-cache: a name looked up again and again at a cost fires; the same lookups slowed by a blocked loop do not (the loop is the cause)', () => {
+    // 30 lookups of one name a second, each 40 ms from call to callback: 1.2 s per second.
+    const repeated = { hosts: [host('api.test', { lookups: 30, seconds: 1.2, maxInFlight: 4, callers: [{ caller: 'app.js:1', count: 30 }] })] };
+    const healthyLoop = run([sample(0), ...Array.from({ length: 4 }, () => sample(0, repeated))]);
+    assert.deepEqual(healthyLoop.map((x) => x.id), ['dns-no-cache']);
+    // The twin: the same lookups in intervals where the loop was blocked on CPU for 120 ms.
+    const blocked = { delayMax: 0.12, delayP99: 0.12, eventloop: { mainThreadCpuSeconds: 0.9, mainThreadWaitSeconds: 0 } };
+    const slowLoop = run([sample(0), ...Array.from({ length: 4 }, () => sample(0, { ...repeated, ...blocked }))]);
+    assert.deepEqual(slowLoop.map((x) => x.id), ['eventloop-blocked']);
+    // A late loop that was waiting for a CPU is not a blocked loop: the lookups' time counts.
+    const starved = { delayMax: 0.12, delayP99: 0.12, eventloop: { mainThreadCpuSeconds: 0.2, mainThreadWaitSeconds: 0.7, blockedOnCpuMaxSeconds: 0.01 } };
+    assert.deepEqual(run([sample(0), ...Array.from({ length: 4 }, () => sample(0, { ...repeated, ...starved }))]).map((x) => x.id), ['dns-no-cache']);
+  });
+
   it('sorts findings by impact and derives severity from it', () => {
     const blocked = { delayMax: 1.5, delayP99: 1.5, eventloop: { mainThreadCpuSeconds: 0.9, mainThreadWaitSeconds: 0 } };
     const f = run([sample(0), sample(0, blocked), sample(0, { ...blocked, hosts: [tailHost(0)] })]);
