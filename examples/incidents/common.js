@@ -124,6 +124,27 @@ function value(snapshot, name, attributes = {}) {
   return p ? (p.histogram || p.value) : undefined;
 }
 
+/**
+ * The mean of a histogram metric over every point whose attributes include the given ones (all
+ * hostnames' lookups, say), in its unit; null when nothing was counted.
+ */
+function meanOf(snapshot, name, attributes = {}) {
+  const keys = Object.keys(attributes);
+  let sum = 0;
+  let count = 0;
+  for (const p of snapshot.points) {
+    if (p.name !== name || !p.histogram || !keys.every((k) => p.attributes[k] === attributes[k])) continue;
+    sum += p.histogram.sum;
+    count += p.histogram.count;
+  }
+  return count ? sum / count : null;
+}
+
+/** Seconds as milliseconds for the lab's lines; '-' when unknown. */
+function ms(s, digits = 1) {
+  return s === null || s === undefined ? '-' : `${(s * 1000).toFixed(digits)} ms`;
+}
+
 /** Print findings the way `uvscope report` does, indented. */
 function printFindings(print, snapshot) {
   if (snapshot.findings.length === 0) print('    uvscope: no findings.');
@@ -135,4 +156,4 @@ function printFindings(print, snapshot) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-module.exports = { configureLab, labSupport, withLab, startDns, startApp, load, startUpstream, value, printFindings, sleep, REGISTER };
+module.exports = { configureLab, labSupport, withLab, startDns, startApp, load, startUpstream, value, meanOf, ms, printFindings, sleep, REGISTER };

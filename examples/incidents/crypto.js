@@ -8,7 +8,7 @@
 // Needs no DNS server: the upstream is localhost, which getaddrinfo answers from /etc/hosts, on a
 // pool thread all the same.
 const http = require('http');
-const { startApp, startUpstream, value, printFindings } = require('./common');
+const { startApp, startUpstream, meanOf, ms, printFindings } = require('./common');
 
 // 16 logins at once on 4 threads: a job waits at least 3 hashes for a thread (over 250 ms, uvscope's
 // tracer arming threshold, even on a fast idle machine with 4+ cores).
@@ -34,22 +34,19 @@ async function run({ print = console.log, seconds = 3, env = {} } = {}) {
           drive(port, { method: 'GET', path: '/profile', clients: PROFILE_CLIENTS, seconds }),
         ]);
         const snapshot = await app.snapshot();
-        const work = value(snapshot, 'nodejs.uv.threadpool.queue_wait', { 'nodejs.uv.threadpool.queue': 'work' });
-        const lookups = snapshot.points.filter((p) => p.name === 'dns.lookup.duration');
-        const lookupCount = lookups.reduce((a, p) => a + p.histogram.count, 0);
         const r = {
-          lookupMeanSeconds: lookupCount ? lookups.reduce((a, p) => a + p.histogram.sum, 0) / lookupCount : null,
+          lookupMeanSeconds: meanOf(snapshot, 'dns.lookup.duration'),
           loginsPerSecond: logins.count / seconds,
           profileMeanSeconds: profile.mean,
           profileMaxSeconds: profile.max,
-          workQueueWaitMean: work && work.count ? work.sum / work.count : null,
+          workQueueWaitMean: meanOf(snapshot, 'nodejs.uv.threadpool.queue_wait', { 'nodejs.uv.threadpool.queue': 'work' }),
           findings: snapshot.findings.map((f) => f.id),
           snapshot,
         };
         result[hashOn] = r;
         const tracer = snapshot.details.threadpool && snapshot.details.threadpool.tracer;
         r.tracerArmings = tracer ? tracer.armings : 0;
-        print(`  hashing ${hashOn === 'pool' ? 'on the threadpool (crypto.pbkdf2)' : 'in worker_threads (pbkdf2Sync)'}: ${r.loginsPerSecond.toFixed(1)} logins/s; GET /profile mean ${ms(r.profileMeanSeconds)}, max ${ms(r.profileMaxSeconds)}; dns.lookup(localhost) mean ${ms(r.lookupMeanSeconds)}; a job waited ${ms(r.workQueueWaitMean)} on average for a pool thread; uvscope's tracer (auto) armed ${r.tracerArmings} time(s)`);
+        print(`  hashing ${hashOn === 'pool' ? 'on the threadpool (crypto.pbkdf2)' : 'in worker_threads (pbkdf2Sync)'}: ${r.loginsPerSecond.toFixed(1)} logins/s; GET /profile mean ${ms(r.profileMeanSeconds, 0)}, max ${ms(r.profileMaxSeconds, 0)}; dns.lookup(localhost) mean ${ms(r.lookupMeanSeconds, 0)}; a job waited ${ms(r.workQueueWaitMean, 0)} on average for a pool thread; uvscope's tracer (auto) armed ${r.tracerArmings} time(s)`);
         printFindings(print, snapshot);
       } finally {
         await app.stop();
@@ -87,10 +84,6 @@ async function drive(port, { method, path, body, clients, seconds }) {
   }));
   agent.destroy();
   return { count, mean: count ? total / count : null, max };
-}
-
-function ms(s) {
-  return s === null ? '-' : `${(s * 1000).toFixed(0)} ms`;
 }
 
 if (require.main === module) run().catch((err) => { console.error(err); process.exitCode = 1; });

@@ -3,7 +3,7 @@
 // answers in a few ms, with a periodic slow answer: median 10 ms, p99 113 ms, the tail dragging
 // the mean. Here the lab's DNS server answers in 2 ms and every 50th query after 150 ms (a lookup
 // sends A and AAAA, so about one lookup in 25); the app looks the name up 30 times a second.
-const { withLab, startApp, printFindings, sleep } = require('./common');
+const { withLab, startApp, ms, printFindings, sleep } = require('./common');
 
 const NAME = 'api.numa.test';
 const FAST_MS = 2;
@@ -32,10 +32,6 @@ async function run({ print = console.log, seconds = 5 } = {}) {
       if (app) await app.stop();
     }
   });
-}
-
-function ms(s) {
-  return s === null || s === undefined ? '-' : `${(s * 1000).toFixed(1)} ms`;
 }
 
 if (require.main === module) run().catch((err) => { console.error(err); process.exitCode = 1; });

@@ -2,7 +2,7 @@
 // wolt: "Improving wolt.com latency by demystifying Node.js DNS resolution". A service calls many
 // upstream hostnames; DNS answers in tens of ms; with the default pool of 4 only 2 lookups run at
 // once and the rest queue. UV_THREADPOOL_SIZE=64 fixed it.
-const { withLab, startApp, load, startUpstream, value, printFindings } = require('./common');
+const { withLab, startApp, load, startUpstream, meanOf, ms, printFindings } = require('./common');
 
 const HOSTS = Array.from({ length: 20 }, (_, i) => `svc-${i}.wolt.test`);
 const DNS_DELAY_MS = 30;
@@ -23,13 +23,10 @@ async function run({ print = console.log, seconds = 3 } = {}) {
         try {
           const requests = await load(app.ready.port, { seconds, concurrency: 32 });
           const snapshot = await app.snapshot();
-          const wait = value(snapshot, 'nodejs.uv.threadpool.queue_wait', { 'nodejs.uv.threadpool.queue': 'dns' });
-          const lookups = snapshot.points.filter((p) => p.name === 'dns.lookup.duration');
-          const lookupCount = lookups.reduce((a, p) => a + p.histogram.count, 0);
           result[pool] = {
             requestsPerSecond: requests / seconds,
-            dnsQueueWaitMean: wait && wait.count ? wait.sum / wait.count : null,
-            lookupMean: lookupCount ? lookups.reduce((a, p) => a + p.histogram.sum, 0) / lookupCount : null,
+            dnsQueueWaitMean: meanOf(snapshot, 'nodejs.uv.threadpool.queue_wait', { 'nodejs.uv.threadpool.queue': 'dns' }),
+            lookupMean: meanOf(snapshot, 'dns.lookup.duration'),
             findings: snapshot.findings.map((f) => f.id),
             snapshot,
           };
@@ -45,10 +42,6 @@ async function run({ print = console.log, seconds = 3 } = {}) {
     }
     return result;
   });
-}
-
-function ms(s) {
-  return s === null ? '-' : `${(s * 1000).toFixed(1)} ms`;
 }
 
 if (require.main === module) run().catch((err) => { console.error(err); process.exitCode = 1; });

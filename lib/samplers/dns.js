@@ -468,20 +468,19 @@ function createRecent(max, windowMs) {
         return;
       }
       heapSort(sorted, n);
-      const inWindow = sorted;
       let sum = 0;
-      for (let j = 0; j < n; j++) sum += inWindow[j];
+      for (let j = 0; j < n; j++) sum += sorted[j];
       const mean = sum / n;
       let sq = 0;
-      for (let j = 0; j < n; j++) sq += (inWindow[j] - mean) ** 2;
-      const p99 = rank(inWindow, n, 0.99);
+      for (let j = 0; j < n; j++) sq += (sorted[j] - mean) ** 2;
+      const p99 = rank(sorted, n, 0.99);
       // The tail: every lookup at or above p99 (the slowest 1 %, at least one).
       let tn = 0;
       let tWait = 0;
       let tTotal = 0;
-      for (let j = n - 1; j >= 0 && inWindow[j] >= p99; j--) {
+      for (let j = n - 1; j >= 0 && sorted[j] >= p99; j--) {
         tn++;
-        tTotal += inWindow[j];
+        tTotal += sorted[j];
       }
       for (let k = 0; k < count; k++) if (buf[3 * k] >= since && buf[3 * k + 1] >= p99) tWait += buf[3 * k + 2];
       if (tail === null) tail = Object.seal({ lookups: 0, meanSeconds: 0.5, queueWaitSeconds: 0.5, resolveSeconds: 0.5 });
@@ -489,7 +488,7 @@ function createRecent(max, windowMs) {
       tail.meanSeconds = tTotal / tn;
       tail.queueWaitSeconds = tWait / tn;
       tail.resolveSeconds = (tTotal - tWait) / tn;
-      out.p50 = rank(inWindow, n, 0.5);
+      out.p50 = rank(sorted, n, 0.5);
       out.p99 = p99;
       out.stddev = Math.sqrt(sq / n);
       out.tail = tail;
