@@ -191,7 +191,10 @@ function createTracer(options = {}) {
   //   awaits. Lean mode keeps it in `routeIds` by async id: entries are only made under followed
   //   requests (about 100 an interval), bounded by ROUTE_IDS_PER_GENERATION x 2, and one used (a
   //   resource created under it) moves to the newer generation; a resource idle while 4096 newer
-  //   ones were made under followed requests (a long timer) loses its route.
+  //   ones were made under followed requests (a long timer) loses its route. The maps live only
+  //   while a followed request's response is open (`followed` > 0): when the last closes they are
+  //   dropped and init stops looking resources up, which otherwise it did for every resource of
+  //   every request (bench/instructions.js: about 4,000 instructions a request of a hello world).
   // Every request start on a connection overwrites its route (none when the request is not
   // followed), so a keep-alive connection never lends one request's route to the next; a route
   // from an earlier arming window (a long-lived resource created under a request) is ignored.
@@ -205,6 +208,7 @@ function createTracer(options = {}) {
   let stride = 1;
   let beforeHook = null; // lean: the `before` hook, enabled while a job is in flight
   let beforeOn = false;
+  let followed = 0; // lean: followed requests of this arming whose response has not closed
 
   function seriesFor(type, kind) {
     if (kind === 'other' && type.length > MAX_OTHER_TYPE_LENGTH) type = type.slice(0, MAX_OTHER_TYPE_LENGTH);
@@ -227,7 +231,7 @@ function createTracer(options = {}) {
     if (!seenRequest) return null;
     let request = als ? als.getStore() : undefined;
     if (!request || request.window !== armings) {
-      if (lean) request = requestOfId(asyncHooks.executionAsyncId());
+      if (lean) request = followed > 0 ? requestOfId(asyncHooks.executionAsyncId()) : undefined;
       else {
         const r = asyncHooks.executionAsyncResource();
         request = r && r[ROUTE];
@@ -307,7 +311,7 @@ function createTracer(options = {}) {
   function init(asyncId, type, triggerAsyncId, resource) {
     try {
       if (own > 0) return;
-      if (seenRequest) {
+      if (lean ? followed > 0 : seenRequest) {
         if (lean) {
           const request = requestOfId(asyncHooks.executionAsyncId());
           if (request !== undefined) keepRoute(asyncId, request);
@@ -453,7 +457,7 @@ function createTracer(options = {}) {
       const r = id > 1 && !lean ? asyncHooks.executionAsyncResource() : null;
       if (requests++ % stride !== 0) {
         if (lean) {
-          if (routeIds.size > 0 || routeIdsOld.size > 0) {
+          if (followed > 0) {
             routeIds.delete(id);
             routeIdsOld.delete(id);
           }
@@ -464,11 +468,27 @@ function createTracer(options = {}) {
       seenRequest = true;
       if (als) als.enterWith(route);
       if (lean) {
-        if (id > 1) {
+        // Without a response to tell when it is over, AsyncLocalStorage alone carries the route.
+        const res = message.response;
+        if (id > 1 && res && typeof res.once === 'function') {
           routeIdsOld.delete(id);
           keepRoute(id, route);
+          followed++;
+          res.once('close', () => followedDone(route));
         }
       } else if (r && typeof r === 'object') r[ROUTE] = route;
+    } catch (err) {
+      fail(err);
+    }
+  }
+
+  // Lean mode: once no followed request is in flight, nothing created from now on is under one:
+  // init stops looking resources up. (A response of an earlier arming is ignored.)
+  function followedDone(route) {
+    try {
+      if (route.window !== armings || followed === 0 || --followed > 0) return;
+      if (routeIds.size > 0) routeIds = new Map();
+      if (routeIdsOld.size > 0) routeIdsOld = new Map();
     } catch (err) {
       fail(err);
     }
@@ -531,6 +551,7 @@ function createTracer(options = {}) {
     }
     if (als) als.disable();
     seenRequest = false;
+    followed = 0;
     routeIds = new Map();
     routeIdsOld = new Map();
     if (armed) {
