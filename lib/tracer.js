@@ -320,7 +320,8 @@ function createTracer(options = {}) {
           if (r && r[ROUTE] && resource && typeof resource === 'object') resource[ROUTE] = r[ROUTE];
         }
       }
-      if (type === 'PROMISE') return;
+      // The resources of every request and tick first (pointer compares of Node's own strings).
+      if (type === 'TickObject' || type === 'Timeout' || type === 'PROMISE' || type === 'Immediate') return;
       const kind = kindOf(type);
       if (kind === null) return;
       if (kind === 'other' && resource instanceof asyncHooks.AsyncResource) return; // JS code's own resources
