@@ -46,13 +46,17 @@ const MAX_OTHER_TYPE_LENGTH = 100;
 // Stack captures per interval beyond the first job of each type (a capture costs microseconds).
 const CALLER_SAMPLES_PER_INTERVAL = 50;
 const MAX_CALLERS = 20;
-// Requests followed per interval for routes: the first this many of each interval. The tracer
-// listens to http.server.request.start only until then and until their responses have closed, so
-// the rest of the interval's requests cost nothing for routes at any request rate: a subscriber
-// there alone (Node's publish path) costs about 2,900 instructions a request of a hello world
-// (Node 24, callgrind: 66.5k -> 69.4k), most of what the armed tracer cost when it listened to
-// every request.
-const ROUTE_REQUESTS_PER_INTERVAL = 100;
+// Routes are followed in bursts: from arming, and again at the first sample at least
+// ROUTE_BURST_EVERY_MS after the last burst began, the tracer listens to http.server.request.start
+// for the next ROUTE_REQUESTS_PER_BURST requests and until their responses have closed, then
+// stops listening. Between bursts requests cost nothing for routes: a subscriber there alone
+// (Node's publish path) costs about 2,900 instructions a request of a hello world (Node 24,
+// callgrind: 66.5k -> 69.4k), most of what the armed tracer cost when it listened to every
+// request. Not once a sample: each subscribe and unsubscribe changes the channel object's
+// prototype, which deoptimizes the HTTP server's parserOnIncoming (V8: "wrong map"), a cost in
+// CPU time that the instruction count of a steady state does not show.
+const ROUTE_REQUESTS_PER_BURST = 100;
+const ROUTE_BURST_EVERY_MS = 10000;
 // Distinct routes kept; the rest count as _other.
 const MAX_ROUTES = 50;
 const MAX_ROUTES_PER_TYPE = 20;
@@ -207,7 +211,8 @@ function createTracer(options = {}) {
   let seenRequest = false;
   let routeIds = new Map(); // lean: async id -> request, newer generation
   let routeIdsOld = new Map(); // and the older one
-  let quota = ROUTE_REQUESTS_PER_INTERVAL; // requests still to follow this interval
+  let quota = ROUTE_REQUESTS_PER_BURST; // requests still to follow in this burst
+  let burstAt = -Infinity; // when the last burst began (now())
   let listening = false; // subscribed to http.server.request.start
   let beforeHook = null; // lean: the `before` hook, enabled while a job is in flight
   let beforeOn = false;
@@ -492,7 +497,7 @@ function createTracer(options = {}) {
 
   // A followed request's response closed: its connection no longer lends the route to what comes
   // next on it (the tracer may not see the next request start: it stops listening once the
-  // interval's quota is followed and no followed response is open). Lean mode: once none is
+  // burst's quota is followed and no followed response is open). Lean mode: once none is
   // open, nothing created from now on is under one, so init stops looking resources up. A
   // response of an earlier arming is ignored.
   function followedDone(route, id, r) {
@@ -509,6 +514,12 @@ function createTracer(options = {}) {
     } catch (err) {
       fail(err);
     }
+  }
+
+  function burst() {
+    quota = ROUTE_REQUESTS_PER_BURST;
+    burstAt = now();
+    listen(true);
   }
 
   function listen(on) {
@@ -541,8 +552,7 @@ function createTracer(options = {}) {
         } else hook = asyncHooks.createHook({ init, before });
       }
       if (!routeChannel) routeChannel = require('diagnostics_channel').channel(subscribed.httpServerRequestStart);
-      quota = ROUTE_REQUESTS_PER_INTERVAL;
-      listen(true);
+      burst();
       hook.enable();
     } catch (err) {
       fail(err);
@@ -660,8 +670,7 @@ function createTracer(options = {}) {
         s.seen = false;
       }
       callerBudget = CALLER_SAMPLES_PER_INTERVAL;
-      quota = ROUTE_REQUESTS_PER_INTERVAL;
-      if (armed) listen(true);
+      if (armed && !listening && now() - burstAt >= ROUTE_BURST_EVERY_MS) burst();
       return {
         state: { mode, armed, armedSince, armings, armedSeconds: seconds, armedShare: Math.min(1, seconds / uptime), dropped },
         jobs: list.sort((a, b) => b.seconds - a.seconds || b.pending - a.pending),

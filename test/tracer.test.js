@@ -163,6 +163,43 @@ describe('tracer', function () {
     assert.deepEqual(r.keepAlive, { completed: 2, routes: [['POST', '/end', 1]] }, 'the second request (POST /end-b) was not followed');
   });
 
+  it('routes are followed in bursts: the first 100 requests from arming, none after them, 100 more at the first sample 10 s after the burst began', async () => {
+    const http = require('http');
+    const crypto = require('crypto');
+    let t = 1000000;
+    const tracer = createTracer({ mode: 'on', now: () => t });
+    const server = http.createServer((req, res) => {
+      crypto.pbkdf2('x', 'salt', 1, 8, 'sha256', () => res.end('ok'));
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+    const get = (n, path) => Promise.all(Array.from({ length: n }, () => new Promise((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: server.address().port, path, agent }, (res) => {
+        res.resume();
+        res.on('end', resolve);
+      }).on('error', reject);
+    })));
+    const followed = () => {
+      const job = tracer.collect().jobs.find((j) => j.type === 'PBKDF2REQUEST');
+      return { completed: job ? job.completed : 0, routes: job ? job.routes.map((r) => [r.route, r.count]) : [] };
+    };
+    try {
+      await get(120, '/a');
+      assert.deepEqual(followed(), { completed: 120, routes: [['/a', 100]] }, 'the first 100 from arming');
+      t += 5000;
+      await get(50, '/b');
+      assert.deepEqual(followed(), { completed: 50, routes: [] }, 'no burst 5 s after the last began');
+      t += 5000;
+      followed(); // the sample 10 s after: a new burst begins
+      await get(120, '/c');
+      assert.deepEqual(followed(), { completed: 120, routes: [['/c', 100]] });
+    } finally {
+      agent.destroy();
+      server.close();
+      tracer.close();
+    }
+  });
+
   it('jobs from before arming are never counted: pending never negative, completions only of jobs seen starting', async () => {
     const r = await scenario('armLate', { UVSCOPE_TRACER: 'auto' });
     assert.equal(r.armed, true);
