@@ -196,14 +196,15 @@ function createTracer(options = {}) {
   //   it (the nextTick that emits 'end', timers...). Classic mode keeps it as a property of the
   //   resource objects (executionAsyncResource()); init sees promises there, so this alone follows
   //   awaits. Lean mode keeps it in `routeIds` by async id: entries are only made under followed
-  //   requests (about 100 an interval), bounded by ROUTE_IDS_PER_GENERATION x 2, and one used (a
+  //   requests (bursts of 100 requests), bounded by ROUTE_IDS_PER_GENERATION x 2, and one used (a
   //   resource created under it) moves to the newer generation; a resource idle while 4096 newer
   //   ones were made under followed requests (a long timer) loses its route. The maps live only
   //   while a followed request's response is open (`followed` > 0): when the last closes they are
   //   dropped and init stops looking resources up, which otherwise it did for every resource of
   //   every request (bench/instructions.js: about 4,000 instructions a request of a hello world).
-  // Every request start on a connection overwrites its route (none when the request is not
-  // followed), so a keep-alive connection never lends one request's route to the next; a route
+  // A followed request's connection loses its route when its response closes, and every request
+  // start the tracer sees overwrites it (none when the request is not followed), so a keep-alive
+  // connection never lends one request's route to the next; a route
   // from an earlier arming window (a long-lived resource created under a request) is ignored.
   let als = null;
   let routeChannel = null;
