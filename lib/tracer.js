@@ -466,7 +466,7 @@ function createTracer(options = {}) {
       const id = asyncHooks.executionAsyncId();
       const r = id > 1 && !lean ? asyncHooks.executionAsyncResource() : null;
       const res = message.response;
-      // Followed: one of the interval's first requests, with a response that tells when it is over.
+      // Followed: one of the burst's requests, with a response that tells when it is over.
       if (quota <= 0 || !res || typeof res.on !== 'function') {
         if (lean) {
           if (followed > 0) {
@@ -671,7 +671,8 @@ function createTracer(options = {}) {
         s.seen = false;
       }
       callerBudget = CALLER_SAMPLES_PER_INTERVAL;
-      if (armed && !listening && now() - burstAt >= ROUTE_BURST_EVERY_MS) burst();
+      // (A followed response that never closes keeps the tracer listening, never from a new burst.)
+      if (armed && quota <= 0 && now() - burstAt >= ROUTE_BURST_EVERY_MS) burst();
       return {
         state: { mode, armed, armedSince, armings, armedSeconds: seconds, armedShare: Math.min(1, seconds / uptime), dropped },
         jobs: list.sort((a, b) => b.seconds - a.seconds || b.pending - a.pending),
