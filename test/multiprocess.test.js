@@ -69,8 +69,18 @@ async function lookupsByPid(port) {
 describe('multiprocess: one endpoint for every process of an app', function () {
   this.timeout(60000);
   const procs = [];
+  // Processes a fixture started itself (its children): stopped by their pid, since stopping the
+  // fixture with SIGKILL leaves them running.
+  const pids = [];
   afterEach(async () => {
     await Promise.all(procs.splice(0).map((p) => stop(p, 'SIGKILL')));
+    for (const pid of pids.splice(0)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
   });
 
   it('node:cluster with the agent everywhere: the primary holds the port and serves each worker\'s lookups with pid and worker_id, the sum exact', async () => {
@@ -181,6 +191,7 @@ describe('multiprocess: one endpoint for every process of an app', function () {
       const l = app.lines.filter((x) => x.long === true).map((x) => x.child);
       return l.length === 2 ? l : null;
     }, 'the long-lived children');
+    pids.push(...long.map((c) => c.pid));
     // The short-lived child ends on its own right after its lookups, before its first interval.
     const short = (await until(() => app.lines.find((x) => x.long === false), 'the short-lived child')).child;
     await until(() => app.lines.find((x) => x.exited === short.pid), 'the short-lived child to exit');
