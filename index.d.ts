@@ -197,7 +197,7 @@ export interface MetricDef {
   readonly attributes: readonly string[];
   readonly help: string;
   readonly buckets?: readonly number[];
-  /** Recorded one observation per event, from a channel uvscope publishes (lib/channels.js). */
+  /** Recorded one observation per event, from a channel uvscope publishes (lib/core/channels.js). */
   readonly perEvent?: Readonly<{ channel: string; value: string; attributes: Readonly<Record<string, string>> }>;
   /** A histogram that gains at most one observation per series between two samples (a probe). */
   readonly onePerSample?: true;
@@ -222,7 +222,7 @@ export interface RawPoint {
 }
 
 /**
- * The sampler contract (lib/samplers/index.js holds the list). At every sample the agent calls
+ * The sampler contract (lib/sources/index.js holds the list). At every sample the agent calls
  * sample(tick) on each sampler, then details() on each that has it, then endInterval().
  */
 export interface Sampler {
@@ -235,7 +235,7 @@ export interface Sampler {
   close(): void;
 }
 
-/** The exporter contract (lib/exporters.js holds the list; each exporter is exporters/<name>/). */
+/** The exporter contract (exporters/index.js holds the list; each exporter is exporters/<name>/). */
 export interface Exporter {
   readonly name: string;
   /** Push exporters: called with every new snapshot. Pull exporters read context.latest(). */
@@ -250,7 +250,7 @@ export interface ExporterContext {
   latest(): Snapshot | null;
   /** Take a sample now (e.g. a last one before exit). */
   sampleNow(): Snapshot;
-  /** The diagnostics channels uvscope publishes and subscribes to (lib/channels.js). */
+  /** The diagnostics channels uvscope publishes and subscribes to (lib/core/channels.js). */
   readonly channels: { readonly published: Readonly<Record<string, import('diagnostics_channel').Channel>>; readonly subscribed: Readonly<Record<string, string>> };
   /** dns.lookup as it was before uvscope wrapped it: the exporter's own lookups are not counted as the app's. */
   readonly ownLookup: (hostname: string, options: object, callback: (err: Error | null, address: string, family: number) => void) => void;

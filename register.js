@@ -6,7 +6,7 @@ try {
   if (isMainThread()) require('./lib/index').preload();
 } catch (err) {
   try {
-    require('./lib/report').reportError('register', err);
+    require('./lib/core/errors').reportError('register', err);
   } catch {
     // Never throw into the app.
   }

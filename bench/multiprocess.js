@@ -1,6 +1,6 @@
 'use strict';
 
-// The cost of serving several processes at one endpoint (lib/multiprocess.js).
+// The cost of serving several processes at one endpoint (lib/endpoint/multiprocess.js).
 //
 //   node bench/multiprocess.js [--hosts 100] [--processes 8,32,128]
 //
@@ -27,8 +27,8 @@ const { monitorEventLoopDelay } = require('perf_hooks');
 
 const REPO = path.resolve(__dirname, '..');
 const uvscope = require(path.join(REPO, 'lib', 'index.js'));
-const { PUSH_PATH, PUSH_HEADER } = require(path.join(REPO, 'lib', 'multiprocess.js'));
-const { DNS_BUCKETS } = require(path.join(REPO, 'lib', 'metrics.js'));
+const { PUSH_PATH, PUSH_HEADER } = require(path.join(REPO, 'lib', 'endpoint', 'multiprocess.js'));
+const { DNS_BUCKETS } = require(path.join(REPO, 'lib', 'snapshot', 'catalog.js'));
 const { watchdog } = require(path.join(REPO, 'support', 'processes.js'));
 
 v8.setFlagsFromString('--expose-gc');

@@ -6,7 +6,7 @@
 
 const { spawn } = require('child_process');
 const path = require('path');
-const { envName, readSetting, childEnvironment } = require('../lib/options');
+const { envName, readSetting, childEnvironment } = require('../lib/agent/options');
 
 const USAGE = `usage: uvscope [--port N] [--host H] [--exporters LIST] [--interval-ms N] -- <command> [args...]
        uvscope report [--url URL] [--html FILE]
@@ -17,7 +17,7 @@ const USAGE = `usage: uvscope [--port N] [--host H] [--exporters LIST] [--interv
   it writes the agent's page with the data embedded, one static file to attach to a ticket.
   The live page is at http://<host>:<port>/.`;
 
-// Each flag sets a setting's environment variable (lib/options.js) for the command it runs.
+// Each flag sets a setting's environment variable (lib/agent/options.js) for the command it runs.
 const FLAGS = Object.freeze({
   '--port': envName('prometheus.port'),
   '--host': envName('prometheus.host'),
@@ -100,7 +100,7 @@ async function report(argv) {
     if (!res.ok) throw new Error(`HTTP ${res.status}`);
     const snapshot = await res.json();
     if (html === null) {
-      process.stdout.write(require('../lib/format-report').formatReport(snapshot));
+      process.stdout.write(require('../lib/report/text').formatReport(snapshot));
       return 0;
     }
     let history = [];
@@ -110,7 +110,7 @@ async function report(argv) {
     } catch {
       // an agent without the page's history: the report shows the snapshot alone
     }
-    require('fs').writeFileSync(html, require('../lib/page').staticReport({ snapshot, history }));
+    require('fs').writeFileSync(html, require('../lib/report/page').staticReport({ snapshot, history }));
     process.stdout.write(`uvscope report: wrote ${html}\n`);
     return 0;
   } catch (err) {

@@ -1,9 +1,9 @@
 'use strict';
 
-const { Agent } = require('./agent');
-const { resolveOptions } = require('./options');
-const { reportError } = require('./report');
-const { CATALOG } = require('./metrics');
+const { Agent } = require('./agent/agent');
+const { resolveOptions } = require('./agent/options');
+const { reportError } = require('./core/errors');
+const { CATALOG } = require('./snapshot/catalog');
 
 // Shared by every installed copy of uvscope in the process, so two copies never both start.
 const AGENT = Symbol.for('uvscope.agent');

@@ -12,12 +12,12 @@
 //   node scripts/docs.js --check  list the tables that differ from the code (exit 1), as
 //                                 test/scripts/docs.test.js does
 //
-// Adding a metric is: its catalog entry (lib/metrics.js), then `node scripts/docs.js`.
+// Adding a metric is: its catalog entry (lib/snapshot/catalog.js), then `node scripts/docs.js`.
 
 const fs = require('fs');
 const path = require('path');
-const { CATALOG, shortName } = require('../lib/metrics');
-const { WARNINGS } = require('../lib/warnings');
+const { CATALOG, shortName } = require('../lib/snapshot/catalog');
+const { WARNINGS } = require('../lib/core/warnings');
 const { prometheusName } = require('../exporters/prometheus');
 const { sentMetrics } = require('../exporters/datadog/series');
 const { instrumentOf } = require('../exporters/otlp/instruments');
@@ -151,7 +151,7 @@ function check() {
       if (b.before !== b.after) problems.push(`${file}: the "${b.name}" table differs from the code; run node scripts/docs.js`);
     }
   }
-  for (const m of CATALOG) if (!groupOf(m.name)) problems.push(`lib/metrics.js: ${m.name} is in no README group (scripts/docs.js GROUPS)`);
+  for (const m of CATALOG) if (!groupOf(m.name)) problems.push(`lib/snapshot/catalog.js: ${m.name} is in no README group (scripts/docs.js GROUPS)`);
   for (const [g] of GROUPS) if (!specs.has(`README.md: metrics ${g}`)) problems.push(`README.md: no "metrics ${g}" table`);
   for (const s of ['README.md: warnings', path.join('docs', 'datadog.md') + ': datadog', path.join('docs', 'opentelemetry.md') + ': otlp']) {
     if (!specs.has(s)) problems.push(`${s.replace(': ', ': no "')}" table`);

@@ -1,7 +1,7 @@
 'use strict';
 
 // Every internal failure is contained (issue 11): with a fault injected at each seam of uvscope in
-// turn (lib/faults.js, UVSCOPE_TEST_FAULTS), the app sees exactly what it sees without the agent,
+// turn (lib/core/faults.js, UVSCOPE_TEST_FAULTS), the app sees exactly what it sees without the agent,
 // uvscope warns once for that cause and counts it in uvscope_errors_total, and everything else of
 // uvscope goes on. A failed start() is undone, so a later start() succeeds.
 
@@ -9,7 +9,7 @@ const assert = require('node:assert/strict');
 const path = require('node:path');
 const { REGISTER, FIXTURES, runNode, lastJson } = require('./helpers/child');
 const { createOtlpReceiver } = require('./helpers/otlp-receiver');
-const { SEAMS } = require('../lib/faults');
+const { SEAMS } = require('../lib/core/faults');
 
 const APP = path.join(FIXTURES, 'containment-app.js');
 const SAMPLERS = ['resources', 'threadpool', 'eventloop', 'dns', 'connections', 'memory'];
@@ -64,7 +64,7 @@ describe('containment: a failure inside uvscope never reaches the app', function
     if (receiver) await receiver.close();
   });
 
-  it('every seam lib/faults.js lists is tested here', () => {
+  it('every seam lib/core/faults.js lists is tested here', () => {
     for (const seam of SEAMS) if (seam !== 'agent:start') assert.ok(seam in CASES, seam);
   });
 

@@ -8,7 +8,7 @@ const { spawn } = require('child_process');
 const { createDnsServer } = require('../../support/dns-server');
 const { namespaceSupport, spawnInNamespace, resolvConf } = require('../../support/namespace');
 const { freePort, cleanEnv, stopChild, firstLine } = require('../../support/processes');
-const { findPoint } = require('../../lib/snapshot');
+const { findPoint } = require('../../lib/snapshot/snapshot');
 
 const REGISTER = path.join(__dirname, '..', '..', 'register.js');
 const DNS_ADDRESS = '127.0.0.2';

@@ -1,7 +1,7 @@
 'use strict';
 
 const { isIP } = require('net');
-const { reportError } = require('../../lib/report');
+const { reportError } = require('../../lib/core/errors');
 
 /**
  * The Datadog Agent's address, resolved the way the klarna write-up asks for: never a lookup per

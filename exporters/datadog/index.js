@@ -1,15 +1,15 @@
 'use strict';
 
-const { warnOnce, countError, reportError } = require('../../lib/report');
-const { WARNINGS } = require('../../lib/warnings');
-const { readSetting } = require('../../lib/options');
-const { findPoint } = require('../../lib/snapshot');
+const { warnOnce, countError, reportError } = require('../../lib/core/errors');
+const { WARNINGS } = require('../../lib/core/warnings');
+const { readSetting } = require('../../lib/agent/options');
+const { findPoint } = require('../../lib/snapshot/snapshot');
 const { createSink } = require('./transport');
 const { createSeriesFlusher, tag } = require('./series');
-const { CATALOG } = require('../../lib/metrics');
+const { CATALOG } = require('../../lib/snapshot/catalog');
 const { createEventDistributions } = require('./lookups');
 const { createSpanTagger } = require('./spans');
-const { processIdentity } = require('../../lib/multiprocess');
+const { processIdentity } = require('../../lib/endpoint/multiprocess');
 
 /**
  * The DogStatsD exporter (UVSCOPE_EXPORTERS=datadog): gauges, counts and the queue-wait count/sum

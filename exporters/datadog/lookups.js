@@ -1,9 +1,9 @@
 'use strict';
 
 const { tagsOf } = require('./series');
-const { eventObservation } = require('../../lib/metrics');
-const { reportError } = require('../../lib/report');
-const { injectFault } = require('../../lib/faults');
+const { eventObservation } = require('../../lib/snapshot/catalog');
+const { reportError } = require('../../lib/core/errors');
+const { injectFault } = require('../../lib/core/faults');
 
 /**
  * The sample rate that keeps about `budget` distribution values per second when `n` lookups were
@@ -29,7 +29,7 @@ function sampleRate(budget, n) {
  * @param {object} options
  * @param {{distribution: Function}} options.sink
  * @param {import('../../lib/metrics').MetricDef} options.def the catalog entry (with perEvent)
- * @param {import('diagnostics_channel').Channel} options.channel its channel (lib/channels.js)
+ * @param {import('diagnostics_channel').Channel} options.channel its channel (lib/core/channels.js)
  * @param {number} options.maxPerSecond
  * @param {() => number} [options.now]
  */

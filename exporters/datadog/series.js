@@ -1,11 +1,11 @@
 'use strict';
 
-const { CATALOG, shortName } = require('../../lib/metrics');
+const { CATALOG, shortName } = require('../../lib/snapshot/catalog');
 
 const BY_NAME = new Map(CATALOG.map((m) => [m.name, m]));
 
 /**
- * How this exporter sends a catalog metric, from its catalog fields (lib/metrics.js):
+ * How this exporter sends a catalog metric, from its catalog fields (lib/snapshot/catalog.js):
  * 'distribution' one value per event (def.perEvent: exporters/datadog/lookups.js), null when its
  * interval gauges carry it (def.intervalGauges), 'counts' a histogram's count and sum, else
  * 'count' (counters) or 'gauge'.

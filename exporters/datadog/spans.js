@@ -1,16 +1,16 @@
 'use strict';
 
 const diagnosticsChannel = require('diagnostics_channel');
-const { reportError } = require('../../lib/report');
-const { injectFault } = require('../../lib/faults');
-const { captureCaller } = require('../../lib/callers');
-const { dnsSlots } = require('../../lib/libuv');
+const { reportError } = require('../../lib/core/errors');
+const { injectFault } = require('../../lib/core/faults');
+const { captureCaller } = require('../../lib/core/callers');
+const { dnsSlots } = require('../../lib/core/libuv');
 
 // dd-trace's dns instrumentation publishes here (through dc-polyfill, which uses Node's own
 // channels) with ctx.args = [hostname, options?] and, once its dns plugin has bound the store,
 // ctx.currentStore.span = the dns.lookup span. See dd-trace-js
 // packages/datadog-instrumentations/src/dns.js and packages/datadog-plugin-dns/src/lookup.js.
-const DD_LOOKUP_START = require('../../lib/channels').subscribed.ddTraceDnsLookupStart;
+const DD_LOOKUP_START = require('../../lib/core/channels').subscribed.ddTraceDnsLookupStart;
 
 /**
  * Puts uvscope's context on the dns.lookup span dd-trace creates, so a slow lookup in an APM

@@ -2,7 +2,7 @@
 
 const { Writable } = require('stream');
 const { createAgentAddress } = require('./address');
-const { injectFault } = require('../../lib/faults');
+const { injectFault } = require('../../lib/core/faults');
 
 // Safe datagram sizes (Datadog's guidance, also dd-trace's and hot-shots'): a UDP datagram that
 // fits a 1500-byte MTU, 8 KiB on a Unix socket. hot-shots' stream transport appends one '\n'.

@@ -1,11 +1,11 @@
 'use strict';
 
-const { CATALOG, eventObservation } = require('../../lib/metrics');
+const { CATALOG, eventObservation } = require('../../lib/snapshot/catalog');
 const { globalMeterProvider } = require('./global');
 const { createInstruments, runtimeNodeLoaded } = require('./instruments');
-const { warnOnce, countError, reportError } = require('../../lib/report');
-const { injectFault } = require('../../lib/faults');
-const { WARNINGS } = require('../../lib/warnings');
+const { warnOnce, countError, reportError } = require('../../lib/core/errors');
+const { injectFault } = require('../../lib/core/faults');
+const { WARNINGS } = require('../../lib/core/warnings');
 
 // Observations made before uvscope has a provider to record them on (the app's SDK may start
 // after uvscope): kept, up to this many, and recorded once a provider is there.

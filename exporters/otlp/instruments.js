@@ -1,13 +1,13 @@
 'use strict';
 
 const path = require('path');
-const { CATALOG } = require('../../lib/metrics');
+const { CATALOG } = require('../../lib/snapshot/catalog');
 
 const SCOPE = 'uvscope';
 const SCOPE_VERSION = require('../../package.json').version;
 
 /**
- * The instrument a catalog metric becomes, derived from its catalog fields (lib/metrics.js), or
+ * The instrument a catalog metric becomes, derived from its catalog fields (lib/snapshot/catalog.js), or
  * null when it is left out:
  * - a histogram recorded one observation at a time (def.perEvent: each lookup; def.onePerSample:
  *   each probe) is a Histogram: each value is real, so the SDK's histogram (explicit buckets, an

@@ -1,6 +1,6 @@
 'use strict';
 
-const { reportError } = require('../../lib/report');
+const { reportError } = require('../../lib/core/errors');
 
 /**
  * The reader of uvscope's own MeterProvider: collects and exports every intervalMs like the SDK's

@@ -1,10 +1,10 @@
 'use strict';
 
-const { createOwnAgent } = require('../../lib/own-io');
-const { otlpStandardSettings, readSetting } = require('../../lib/options');
-const { warnOnce, countError } = require('../../lib/report');
-const { WARNINGS } = require('../../lib/warnings');
-const { processIdentity, PID_ATTRIBUTE, WORKER_ATTRIBUTE } = require('../../lib/multiprocess');
+const { createOwnAgent } = require('../../lib/core/own-io');
+const { otlpStandardSettings, readSetting } = require('../../lib/agent/options');
+const { warnOnce, countError } = require('../../lib/core/errors');
+const { WARNINGS } = require('../../lib/core/warnings');
+const { processIdentity, PID_ATTRIBUTE, WORKER_ATTRIBUTE } = require('../../lib/endpoint/multiprocess');
 const { createReader } = require('./reader');
 
 // Each export attempt of uvscope's own exporter is bounded by this (or by the standard timeout
@@ -15,7 +15,7 @@ const { createReader } = require('./reader');
 // interval is not retried: with cumulative temporality, the default, the next export carries it.
 const EXPORT_TIMEOUT_MAX_MS = 750;
 
-// One exporter package per OTLP protocol (lib/options.js OTLP_PROTOCOLS), as the SDK's own NodeSDK
+// One exporter package per OTLP protocol (lib/agent/options.js OTLP_PROTOCOLS), as the SDK's own NodeSDK
 // picks them (sdk-node getOtlpMetricExporterFromEnv). The exporter packages read the rest of the
 // standard variables themselves (OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT, _HEADERS,
 // _COMPRESSION, _CERTIFICATE, OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE), and the resources
@@ -29,7 +29,7 @@ const PROTOCOLS = Object.freeze({
 /**
  * uvscope's own MeterProvider, built from the OpenTelemetry SDK packages (loaded here, only in
  * standalone mode) and configured only by the standard OTEL_* variables (read now, through
- * lib/options.js). It is never registered as the global provider, so an SDK the app starts later
+ * lib/agent/options.js). It is never registered as the global provider, so an SDK the app starts later
  * still can be.
  * @param {object} [options]
  * @param {NodeJS.ProcessEnv} [options.env]
@@ -114,7 +114,7 @@ function reportingFailures(exporter, settings) {
 }
 
 /**
- * The standard settings (lib/options.js) and one export attempt's timeout: the standard timeout
+ * The standard settings (lib/agent/options.js) and one export attempt's timeout: the standard timeout
  * variables (OTEL_EXPORTER_OTLP_METRICS_TIMEOUT, then OTEL_EXPORTER_OTLP_TIMEOUT, 10 s by default),
  * the collection timeout and EXPORT_TIMEOUT_MAX_MS, whichever is lowest.
  * @param {NodeJS.ProcessEnv} [env]

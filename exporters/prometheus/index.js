@@ -1,9 +1,9 @@
 'use strict';
 
-const { CATALOG, shortName } = require('../../lib/metrics');
-const { warnOnce, countError, reportError } = require('../../lib/report');
-const { injectFault } = require('../../lib/faults');
-const { WARNINGS } = require('../../lib/warnings');
+const { CATALOG, shortName } = require('../../lib/snapshot/catalog');
+const { warnOnce, countError, reportError } = require('../../lib/core/errors');
+const { injectFault } = require('../../lib/core/faults');
+const { WARNINGS } = require('../../lib/core/warnings');
 
 // prom-client's Registry.PROMETHEUS_CONTENT_TYPE: the text format 0.0.4.
 const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -167,7 +167,7 @@ function pushHistogram(out, name, labels, h) {
 
 /**
  * The Prometheus exporter: the catalog in a prom-client registry (the app's own when given, then
- * no server is opened), else served at /metrics on the agent's endpoint (lib/server.js, an
+ * no server is opened), else served at /metrics on the agent's endpoint (lib/endpoint/server.js, an
  * unref'd server on UVSCOPE_PROMETHEUS_HOST:PORT, which also serves /snapshot.json).
  * @param {import('../../lib/exporters').ExporterContext} context
  * @returns {{ name: string, registry: object, server: import('http').Server|null, ready: Promise<{host: string, port: number}|null>, close(): Promise<void> }}
@@ -215,7 +215,7 @@ function createExporter(context) {
   };
 }
 
-// The agent's endpoint writes the text itself, for every process it serves (lib/multiprocess.js):
+// The agent's endpoint writes the text itself, for every process it serves (lib/endpoint/multiprocess.js):
 // the same text as the registry's, without an object per bucket line.
 function serveMetrics(endpoint, latest, contentType, req, res) {
   let sources;

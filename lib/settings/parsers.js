@@ -1,8 +1,8 @@
 'use strict';
 
-// One parser per type of setting, for the SETTINGS table in lib/options.js. Each takes the raw
+// One parser per type of setting, for the SETTINGS table in lib/agent/options.js. Each takes the raw
 // value (a string from the environment, or whatever was given to start()) and returns the parsed
-// value, or undefined for a bad one: lib/options.js then warns once, naming the setting, the value
+// value, or undefined for a bad one: lib/agent/options.js then warns once, naming the setting, the value
 // and what is accepted, and uses the default.
 
 // net is loaded only when a bracketed address is parsed (this runs in the preload; net costs ~2 ms).

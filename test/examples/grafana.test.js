@@ -3,7 +3,7 @@
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { CATALOG } = require('../../lib/metrics');
+const { CATALOG } = require('../../lib/snapshot/catalog');
 const { prometheusName } = require('../../exporters/prometheus');
 const { ROOT, freePort } = require('../helpers/child');
 const { requirePrometheus, startPrometheus } = require('../helpers/prometheus');

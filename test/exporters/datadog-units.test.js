@@ -3,7 +3,7 @@
 const assert = require('node:assert/strict');
 const { createAgentAddress } = require('../../exporters/datadog/address');
 const { sampleRate } = require('../../exporters/datadog/lookups');
-const { resolveOptions } = require('../../lib/options');
+const { resolveOptions } = require('../../lib/agent/options');
 
 describe('exporters/datadog: the Agent address, sampling, caller, settings', () => {
   it('looks a hostname up at most once per refresh interval, one lookup in flight, keeping the last good address', () => {

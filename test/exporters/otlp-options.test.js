@@ -1,8 +1,8 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const { resolveOptions } = require('../../lib/options');
-const { otlpStandardSettings: standardSettings } = require('../../lib/options');
+const { resolveOptions } = require('../../lib/agent/options');
+const { otlpStandardSettings: standardSettings } = require('../../lib/agent/options');
 const { standaloneSettings, EXPORT_TIMEOUT_MAX_MS } = require('../../exporters/otlp/standalone');
 const { collectWarnings: warnings } = require('../helpers/source');
 

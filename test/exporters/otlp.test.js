@@ -7,7 +7,7 @@ const { withDnsServer } = require('../helpers/dns-server');
 const { spawnInNamespace, resolvConf } = require('../helpers/namespace');
 const { REGISTER, FIXTURES, cleanEnv, freePort, stopChild } = require('../helpers/child');
 const { createOtlpReceiver } = require('../helpers/otlp-receiver');
-const { DNS_BUCKETS, QUEUE_WAIT_BUCKETS } = require('../../lib/metrics');
+const { DNS_BUCKETS, QUEUE_WAIT_BUCKETS } = require('../../lib/snapshot/catalog');
 const { otelSdkMajor } = require('../../support/peers');
 
 const APP = path.join(FIXTURES, 'otlp-app.js');

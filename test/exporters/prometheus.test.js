@@ -4,7 +4,7 @@ const assert = require('node:assert/strict');
 const path = require('path');
 const { spawn } = require('child_process');
 const { prometheusName, renderText, createExporter } = require('../../exporters/prometheus');
-const { CATALOG, metric } = require('../../lib/metrics');
+const { CATALOG, metric } = require('../../lib/snapshot/catalog');
 const { ROOT, REGISTER, FIXTURES, cleanEnv, runNode, lastJson, freePort, stopChild, parsePrometheus, sampleValue, scrape } = require('../helpers/child');
 const { requirePrometheus, promtoolCheckMetrics, startPrometheus } = require('../helpers/prometheus');
 

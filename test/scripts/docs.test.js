@@ -4,7 +4,7 @@ const assert = require('node:assert/strict');
 const fs = require('fs');
 const path = require('path');
 const { render, check, groupOf } = require('../../scripts/docs');
-const { CATALOG } = require('../../lib/metrics');
+const { CATALOG } = require('../../lib/snapshot/catalog');
 const { prometheusName } = require('../../exporters/prometheus');
 
 const ROOT = path.join(__dirname, '..', '..');

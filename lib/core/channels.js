@@ -1,0 +1,60 @@
+'use strict';
+
+// Every diagnostics channel uvscope publishes or subscribes to, with the shape of its messages,
+// in one table (as undici's lib/core/diagnostics.js does). Nothing else names a channel.
+
+const diagnosticsChannel = require('diagnostics_channel');
+
+/**
+ * Channels uvscope publishes. Published only when someone subscribes (check hasSubscribers).
+ */
+const published = Object.freeze({
+  /**
+   * An app dns.lookup started (not the agent's own probes).
+   * `{ hostname: string, inFlight: number }`: inFlight counts app lookups already in flight.
+   */
+  dnsLookupStart: diagnosticsChannel.channel('uvscope:dns.lookup:start'),
+  /**
+   * An app dns.lookup called back.
+   * `{ hostname: string, name: string, errorType: string, seconds: number,
+   * queueWaitSeconds: number }`: name is the bounded label (or _other), errorType the error code
+   * ('' on success), seconds from call to callback, queueWaitSeconds the part of it spent waiting
+   * for a DNS slot (estimated, see lib/sources/dns/sampler.js).
+   */
+  dnsLookupEnd: diagnosticsChannel.channel('uvscope:dns.lookup:end'),
+  /**
+   * A threadpool job the tracer saw start (while armed) called back.
+   * `{ kind: 'dns'|'fs'|'crypto'|'zlib'|'other', type: string, seconds: number }`: type is the
+   * provider type (PBKDF2REQUEST, ZLIB, an addon's name), seconds from submission to callback.
+   */
+  threadpoolJobEnd: diagnosticsChannel.channel('uvscope:threadpool.job:end'),
+});
+
+/**
+ * Channels of Node, undici and peers that uvscope subscribes to (by name; a channel a Node
+ * version lacks is simply never published).
+ */
+const subscribed = Object.freeze({
+  /** net: `{ socket }` for each outgoing net.Socket connect (Node 20+). */
+  netClientSocket: 'net.client.socket',
+  /** http: `{ request }` when an http.ClientRequest starts (Node 20+). */
+  httpClientRequestStart: 'http.client.request.start',
+  /**
+   * http: `{ request, response, socket, server }` when a server starts handling a request
+   * (Node 18.7+); the threadpool tracer labels work submitted while serving it with its route.
+   */
+  httpServerRequestStart: 'http.server.request.start',
+  /**
+   * undici (fetch and the undici package): `{ request, headers, socket }` when a request is
+   * written to a connection; request.origin names the host.
+   */
+  undiciClientSendHeaders: 'undici:client:sendHeaders',
+  /**
+   * dd-trace's dns instrumentation: `ctx` with ctx.args = [hostname, options?] and, once its dns
+   * plugin bound the store, ctx.currentStore.span (dd-trace-js
+   * packages/datadog-instrumentations/src/dns.js, packages/datadog-plugin-dns/src/lookup.js).
+   */
+  ddTraceDnsLookupStart: 'apm:dns:lookup:start',
+});
+
+module.exports = { published, subscribed };

@@ -1,0 +1,40 @@
+'use strict';
+
+// Fault injection for the containment test (test/containment.test.js): UVSCOPE_TEST_FAULTS names
+// seams, comma-separated, where uvscope then throws, to show that each failure stays inside
+// uvscope. `seam@N` throws only on the first N calls. Read once, when uvscope loads; unset (as in
+// production) every check is one comparison. The seams are listed in SEAMS.
+
+const SEAMS = Object.freeze([
+  'agent:start', // the end of Agent.start(), after samplers and exporters were created
+  'findings', // the findings engine, each sample
+  'dns:started', // the DNS wrapper's bookkeeping when a lookup starts, inside the app's dns.lookup
+  'dns:record', // ... when it ends, inside the app's callback path
+  'channel:connections', // every diagnostics-channel handler of the connections sampler
+  'channel:otlp', // the OTLP exporter's per-lookup handler
+  'channel:datadog.lookups', // the Datadog exporter's per-lookup handler
+  'channel:datadog.spans', // the Datadog exporter's span taggers (uvscope's and dd-trace's channels)
+  'datadog:address', // the Datadog Agent address refresh, when it builds a new client
+  // and, built from names: `sample:<sampler>`, `details:<sampler>`, `create:<sampler|exporter>`,
+  // `export:<exporter>`
+]);
+
+const faults = new Map();
+for (const entry of String(require('../agent/options').readSetting('test.faults') || '').split(',')) {
+  const [seam, times] = entry.trim().split('@');
+  if (seam) faults.set(seam, times === undefined ? Infinity : Number(times));
+}
+
+/**
+ * Throw here if the containment test asked for a fault at this seam.
+ * @param {string} seam
+ */
+function injectFault(seam) {
+  if (faults.size === 0) return;
+  const left = faults.get(seam);
+  if (!(left > 0)) return;
+  faults.set(seam, left - 1);
+  throw new Error(`uvscope test fault at ${seam}`);
+}
+
+module.exports = { injectFault, SEAMS };

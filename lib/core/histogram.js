@@ -1,0 +1,96 @@
+'use strict';
+
+/**
+ * A histogram as it appears in a snapshot: cumulative since the start; frozen (snapshot()), or a
+ * live view updated in place at each sample (view(); see lib/snapshot/snapshot.js).
+ * @typedef {object} HistogramSnapshot
+ * @property {readonly number[]} bounds ascending upper bounds
+ * @property {readonly number[]} counts per bucket (not cumulative); the last is the overflow (+Inf)
+ * @property {number} sum
+ * @property {number} count
+ */
+
+/**
+ * A cumulative explicit-bucket histogram in base units: the shape Prometheus and OTLP both
+ * export. `counts[i]` counts observations v with bounds[i-1] < v <= bounds[i]; the last slot is
+ * the overflow (+Inf) bucket.
+ */
+class Histogram {
+  /** @param {readonly number[]} bounds ascending upper bounds */
+  constructor(bounds) {
+    this.bounds = bounds;
+    this.counts = new Array(bounds.length + 1).fill(0);
+    this.sum = 0;
+    this.count = 0;
+    // The last snapshot, handed out again while nothing was observed: a kept hostname that had no
+    // lookup in an interval costs no new objects in the next snapshot.
+    this.frozen = null;
+    // The live view (view()): one object for the histogram's life, updated in place.
+    this.live = null;
+  }
+
+  /**
+   * Record one observation.
+   * @param {number} value
+   * @param {number} [times] how many observations of this value (default 1)
+   */
+  observe(value, times = 1) {
+    this.counts[bucketIndex(this.bounds, value)] += times;
+    this.sum += value * times;
+    this.count += times;
+    this.frozen = null;
+  }
+
+  /** @returns {HistogramSnapshot} a frozen copy */
+  snapshot() {
+    if (this.frozen) return this.frozen;
+    this.frozen = Object.freeze({
+      bounds: this.bounds,
+      counts: Object.freeze(this.counts.slice()),
+      sum: this.sum,
+      count: this.count,
+    });
+    return this.frozen;
+  }
+
+  /**
+   * The histogram as of this call, in one object for the histogram's life: the same object every
+   * time, its figures updated in place (sealed: readers cannot add to it or write it through a
+   * frozen snapshot, lib/agent/agent.js leaves it unfrozen). For series that a snapshot holds per kept
+   * hostname: a frozen copy per change made ~300 bytes per name and sample that lived until the
+   * next sample and survived V8's scavenges (bench/dns-names-memory.js). A reader that keeps its
+   * figures past the next sample copies them.
+   * @returns {HistogramSnapshot}
+   */
+  view() {
+    const v = this.live;
+    if (v === null) {
+      this.live = Object.seal({ bounds: this.bounds, counts: Object.seal(this.counts.slice()), sum: this.sum, count: this.count });
+      return this.live;
+    }
+    if (v.count !== this.count || v.sum !== this.sum) {
+      for (let i = 0; i < this.counts.length; i++) v.counts[i] = this.counts[i];
+      v.sum = this.sum;
+      v.count = this.count;
+    }
+    return v;
+  }
+}
+
+/**
+ * Index of the bucket a value falls in (binary search; bounds are few but this runs per lookup).
+ * @param {readonly number[]} bounds
+ * @param {number} value
+ */
+function bucketIndex(bounds, value) {
+  let lo = 0;
+  let hi = bounds.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (value <= bounds[mid]) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+module.exports = { Histogram, bucketIndex };

@@ -1,0 +1,88 @@
+'use strict';
+
+// The shape of a snapshot, the one thing that flows from the agent to findings, exporters, the
+// report and /snapshot.json.
+
+/**
+ * A frozen point of a snapshot (see RawPoint in lib/sources/index.js).
+ * @typedef {Readonly<import('./samplers').RawPoint>} Point
+ */
+
+/**
+ * snapshot.details: per-sampler figures for the last interval, keyed by sampler name, plus the
+ * resolver configuration in force. Other samplers with details() appear under their name.
+ * @typedef {object} SnapshotDetails
+ * @property {import('./samplers/dns').DnsDetails} [dns]
+ * @property {import('./samplers/connections').ConnectionsDetails} [connections]
+ * @property {{ mainThreadCpuSeconds: number|null, mainThreadWaitSeconds: number|null }} [eventloop]
+ *   seconds the main thread ran on a CPU and waited for one (Linux)
+ * @property {ResolverDetails} [resolver]
+ */
+
+/**
+ * snapshot.details.resolver: resolv.conf as glibc reads it, and (up to 1000 of) the names
+ * /etc/hosts answers.
+ * @typedef {Omit<import('./resolver').ResolverConfig, 'hosts'> & { hostsNames: string[] }} ResolverDetails
+ */
+
+/**
+ * A finding: a claim about the app, with the figures that prove it and what to change.
+ * @typedef {object} Finding
+ * @property {string} id
+ * @property {'info'|'warning'|'critical'} severity
+ * @property {string} summary
+ * @property {Record<string, unknown>} evidence
+ * @property {string[]} advice
+ * @property {FindingImpact} impact what its cause cost in the window; findings are sorted by
+ *   impact.score, costliest first, and severity follows from it
+ */
+
+/**
+ * @typedef {object} FindingImpact
+ * @property {number} [secondsPerSecond] seconds callers lost per second of the window
+ * @property {number} [requests] lookups or requests affected
+ * @property {number} [loopBlockedSeconds] seconds the event loop was blocked (a lower bound)
+ * @property {number} score seconds lost per second
+ */
+
+/**
+ * One sample, deep-frozen, except the figures kept per hostname: the DNS sampler's points
+ * (dns.lookup.duration, nodejs.dns.lookup.queue_wait) are frozen but their histograms are live
+ * views, and its details.dns.hosts[] entries (with their tail) are live objects, sealed rather than
+ * frozen. The sampler updates them in place at the next sample, so a snapshot holds no new object
+ * per kept hostname: a new one every interval lived until the next sample and survived V8's
+ * scavenges in between, and at 300 kept names that grew the young generation by ~16 MiB
+ * (bench/dns-names-memory.js). Readers treat them as read-only like the rest, and a reader that
+ * keeps figures past the next sample (the findings' window, an exporter's previous values) copies
+ * them. Every reader in uvscope reads a snapshot synchronously or copies what it keeps, except the
+ * Prometheus text written in slices (exporters/prometheus): a scrape that a sample overtakes writes
+ * that sample's figures for the hostname series it had not reached yet (each histogram's buckets,
+ * sum and count still from one sample, all cumulative).
+ * @typedef {object} Snapshot
+ * @property {number} time epoch milliseconds
+ * @property {number} intervalMs
+ * @property {readonly Point[]} points
+ * @property {SnapshotDetails} details
+ * @property {readonly Finding[]} findings
+ */
+
+/**
+ * The point of a metric whose attributes include the given ones, from a snapshot's points.
+ * @param {readonly { name: string, attributes: Record<string, string> }[]} points
+ * @param {string} name canonical dotted name
+ * @param {Record<string, string>} [attributes]
+ */
+function findPoint(points, name, attributes) {
+  // Plain loops: this runs several times a sample over every point (one per kept hostname).
+  const keys = attributes ? Object.keys(attributes) : [];
+  for (let i = 0; i < points.length; i++) {
+    const p = points[i];
+    if (p.name !== name) continue;
+    let j = 0;
+    while (j < keys.length && p.attributes[keys[j]] === attributes[keys[j]]) j++;
+    if (j === keys.length) return p;
+  }
+  return undefined;
+}
+
+module.exports = { findPoint };

@@ -1,0 +1,158 @@
+'use strict';
+
+const diagnosticsChannel = require('diagnostics_channel');
+const { Histogram } = require('../core/histogram');
+const { CONNECT_BUCKETS } = require('../snapshot/catalog');
+const { reportError } = require('../core/errors');
+const { creatingOwnConnection, isOwnRequest } = require('../core/own-io');
+const { subscribed: CHANNELS } = require('../core/channels');
+const { injectFault } = require('../core/faults');
+
+// Hostnames kept per-host for keep-alive evidence.
+const MAX_HOSTS = 100;
+
+/**
+ * Outgoing connections and requests: how long each TCP connect takes and how much of it is the
+ * DNS lookup (socket 'lookup' and 'connect' events of every net client socket), and whether
+ * http/https requests and fetch (undici) reuse connections (keep-alive).
+ *
+ * A request counts as new only when the socket it is sent on has carried no request before, i.e.
+ * was created for it. That is read when the request gets its socket, not when it starts: a request
+ * waiting in an agent's queue for a free socket has none yet (request.reusedSocket is still false
+ * at http.client.request.start), and any agent, custom createConnection or agent: false is judged
+ * the same way. undici publishes the socket with each request it sends
+ * (undici:client:sendHeaders), so fetch and the undici package are judged the same way too.
+ * Channels a Node version lacks are simply never published.
+ */
+function createConnectionsSampler() {
+  const phases = { dns: new Histogram(CONNECT_BUCKETS), tcp: new Histogram(CONNECT_BUCKETS) };
+  const requests = new Map(); // `${client}\0${reused}` -> count
+  const hosts = new Map(); // host -> { requests, newConnections } for this interval
+  // Sockets that have carried a request: a request on one of these reuses a connection.
+  const used = new WeakSet();
+  let interval = newInterval();
+
+  const count = (client, socket, host) => {
+    const reused = used.has(socket);
+    used.add(socket);
+    const key = `${client}\u0000${reused}`;
+    requests.set(key, (requests.get(key) || 0) + 1);
+    interval.requests++;
+    if (!reused) interval.newConnections++;
+    if (!host) return;
+    let h = hosts.get(host);
+    if (!h) {
+      if (hosts.size >= MAX_HOSTS) return;
+      hosts.set(host, (h = { requests: 0, newConnections: 0 }));
+    }
+    h.requests++;
+    if (!reused) h.newConnections++;
+  };
+
+  const onSocket = function (socket) {
+    try {
+      if (socket && typeof socket === 'object') count('http', socket, this.host);
+    } catch (err) {
+      reportError('sampler:connections', err);
+    }
+  };
+
+  const handlers = {
+    [CHANNELS.netClientSocket]: ({ socket }) => {
+      if (creatingOwnConnection()) return; // the agent's own exporter, not the app
+      const start = process.hrtime.bigint();
+      let lookedUp = null;
+      interval.connections++;
+      socket.once('lookup', () => {
+        lookedUp = process.hrtime.bigint();
+      });
+      socket.once('connect', () => {
+        if (!socket.remoteFamily) return; // a pipe, not TCP
+        const now = process.hrtime.bigint();
+        if (lookedUp !== null) phases.dns.observe(Number(lookedUp - start) / 1e9);
+        const seconds = Number(now - start) / 1e9;
+        phases.tcp.observe(Number(now - (lookedUp !== null ? lookedUp : start)) / 1e9);
+        interval.connectSeconds += seconds;
+      });
+    },
+    [CHANNELS.httpClientRequestStart]: ({ request }) => {
+      if (isOwnRequest(request)) return;
+      // The channel fires when the request is finished: usually its socket is assigned by then;
+      // a request queued in its agent gets one later ('socket' is emitted for new and reused).
+      if (request.socket) count('http', request.socket, request.host);
+      else request.once('socket', onSocket);
+    },
+    [CHANNELS.undiciClientSendHeaders]: ({ request, socket }) => {
+      if (socket && typeof socket === 'object') count('fetch', socket, hostOf(request && request.origin));
+    },
+  };
+  const subscribed = [];
+  for (const [name, handler] of Object.entries(handlers)) {
+    const safe = (message) => {
+      try {
+        injectFault('channel:connections');
+        handler(message);
+      } catch (err) {
+        reportError('sampler:connections', err);
+      }
+    };
+    diagnosticsChannel.subscribe(name, safe);
+    subscribed.push([name, safe]);
+  }
+
+  return {
+    name: 'connections',
+    sample() {
+      const out = [];
+      for (const [phase, h] of Object.entries(phases)) {
+        if (h.count > 0) out.push({ name: 'nodejs.net.connect.duration', attributes: { 'nodejs.net.connect.phase': phase }, histogram: h.snapshot() });
+      }
+      for (const [key, value] of requests) {
+        const [client, reused] = key.split('\u0000');
+        out.push({ name: 'nodejs.http.client.requests', attributes: { 'nodejs.http.client': client, 'nodejs.http.connection.reused': reused }, value });
+      }
+      return out;
+    },
+    /**
+     * Requests and new connections (in all and per host) and connections made with the seconds
+     * they took to connect (DNS included), in the interval since the last endInterval(); no side
+     * effect.
+     * @returns {ConnectionsDetails}
+     */
+    details() {
+      return { ...interval, hosts: [...hosts].map(([host, h]) => ({ host, ...h })) };
+    },
+    /** Start a new interval. */
+    endInterval() {
+      interval = newInterval();
+      hosts.clear();
+    },
+    close() {
+      for (const [name, fn] of subscribed) diagnosticsChannel.unsubscribe(name, fn);
+    },
+  };
+}
+
+function newInterval() {
+  return { connections: 0, connectSeconds: 0, requests: 0, newConnections: 0 };
+}
+
+/**
+ * snapshot.details.connections: figures for the interval since the last sample.
+ * @typedef {object} ConnectionsDetails
+ * @property {number} connections outgoing TCP connections the app opened
+ * @property {number} connectSeconds seconds those connections took to connect (DNS included)
+ * @property {number} requests outgoing HTTP requests (http/https and fetch)
+ * @property {number} newConnections requests whose socket was created for them
+ * @property {{ host: string, requests: number, newConnections: number }[]} hosts per host (at most 100)
+ */
+
+function hostOf(origin) {
+  try {
+    return new URL(String(origin)).hostname;
+  } catch {
+    return null;
+  }
+}
+
+module.exports = { createConnectionsSampler };

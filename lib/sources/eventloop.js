@@ -1,0 +1,283 @@
+'use strict';
+
+const { monitorEventLoopDelay, performance } = require('perf_hooks');
+const { Histogram } = require('../core/histogram');
+const { EVENTLOOP_BUCKETS } = require('../snapshot/catalog');
+
+const RESOLUTION_MS = 10;
+// Linux: nanoseconds the calling thread ran on a CPU and waited on a run queue for one
+// (Documentation/scheduler/sched-stats.rst). Opened once from the main thread and re-read in
+// place (pread at 0, about 4 us): a procfs file, no disk.
+const THREAD_SCHEDSTAT = '/proc/thread-self/schedstat';
+const RESOLUTION_NS = RESOLUTION_MS * 1e6;
+
+/**
+ * Whether monitorEventLoopDelay() takes { samplePerIteration } (Node 24.19+, 26.5+). Older Node
+ * ignores unknown options, so only those versions are asked, and there the test is that a
+ * non-boolean value is rejected (Node validates the option before it creates anything:
+ * lib/internal/perf/event_loop_delay.js). Where the option would be ignored, a histogram would be
+ * created and dropped, which Node 20 later trips over in process._getActiveHandles() (an
+ * assertion in AsyncWrap::GetOwner, seen with prom-client's default metrics).
+ * @returns {boolean}
+ */
+function supportsSamplePerIteration() {
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  if (!((major === 24 && minor >= 19) || (major === 26 && minor >= 5) || major > 26)) return false;
+  try {
+    monitorEventLoopDelay({ samplePerIteration: 'probe' });
+    return false;
+  } catch (err) {
+    return Boolean(err) && err.code === 'ERR_INVALID_ARG_TYPE';
+  }
+}
+
+/**
+ * Event-loop delay and utilization per sampling interval, plus a cumulative delay histogram, in
+ * one of two modes (nodejs.eventloop.delay.mode says which; their figures do not compare):
+ *
+ * - iteration (where Node supports it: 24.19+, 26.5+): monitorEventLoopDelay({ samplePerIteration })
+ *   records how long each loop iteration ran, so a 200 ms block reads 200 ms exactly and blocks
+ *   shorter than 10 ms are seen too; no timer of its own, so an idle loop costs nothing
+ *   (bench/eventloop-mode.js: ~10 against ~350 ms of CPU a minute). Percentiles are over
+ *   iterations, not over time.
+ * - timer (older Node): the time between two firings of a repeating 10 ms timer, so an idle loop
+ *   reads ~10 ms (prom-client's nodejs_eventloop_lag_* show this). uvscope subtracts the
+ *   resolution and reports lateness: an idle loop reads ~0, a 200 ms block up to 200 ms. Samples
+ *   are spread evenly over time.
+ *
+ * The histogram buckets are filled from the HDR histogram by rank (see countAtMost), so they are
+ * exact to its 3 significant digits, without a JavaScript timer of our own.
+ *
+ * @param {object} [options]
+ * @param {number} [options.resolutionMs] timer mode's resolution
+ * @param {'auto'|'timer'|'iteration'} [options.mode] auto: iteration where supported
+ */
+function createEventLoopSampler(options = {}) {
+  const resolutionMs = options.resolutionMs || RESOLUTION_MS;
+  const wanted = options.mode || 'auto';
+  const mode = wanted === 'timer' || !supportsSamplePerIteration() ? 'timer' : 'iteration';
+  // What a sample reads when nothing delayed the loop: subtracted, so both modes read lateness.
+  const offsetNs = mode === 'timer' ? resolutionMs * 1e6 : 0;
+  const monitor = mode === 'timer'
+    ? monitorEventLoopDelay({ resolution: resolutionMs })
+    : monitorEventLoopDelay({ samplePerIteration: true });
+  monitor.enable();
+  // In iteration mode the first sample runs from enable() to the end of the first iteration: from
+  // a preload or top-level code it holds the app's startup and the first idle wait, which are no
+  // iteration. It is recorded before that iteration's check phase, so it is dropped there.
+  if (mode === 'iteration') setImmediate(() => monitor.reset()).unref();
+  const histogram = new Histogram(EVENTLOOP_BUCKETS);
+  let lastElu = performance.eventLoopUtilization();
+  const sched = openSchedstat();
+  let lastSched = sched ? sched.read() : null;
+  // The interval's longest lateness (seconds), as sample() read it; with the thread's wait for a
+  // CPU it tells a loop the app blocked from one whose thread waited for a CPU (details()).
+  let intervalLate = 0;
+  // Timer mode: monitor.reset() also drops Node's last timestamp (Histogram::Reset), so a
+  // lateness not yet recorded at a reset is never recorded. A block that ends with the sample's
+  // timer and the monitor's both due, the sample first (another JavaScript timer was due earlier
+  // in the block), would be lost so, and so would one that starts after the sample in the same
+  // loop turn. So the reset waits for the check phase (setImmediate: after every due timer), and
+  // what happened between the read and the reset goes to the next interval: a lateness the
+  // monitor recorded meanwhile, and the time from the read to the check phase itself (the loop
+  // did not turn meanwhile: every timer due then was that late).
+  let readCount = 0;
+  let readMax = 0;
+  let readAt = 0;
+  let pendingReset = null;
+  let carried = 0; // nanoseconds, as the monitor records them (lateness + the resolution)
+  const flushReset = () => {
+    if (pendingReset === null) return;
+    clearImmediate(pendingReset);
+    pendingReset = null;
+    if (monitor.count > readCount && monitor.max > readMax) carried = Math.max(carried, monitor.max);
+    const sinceRead = (performance.now() - readAt) * 1e6;
+    if (sinceRead > offsetNs) carried = Math.max(carried, sinceRead + offsetNs);
+    monitor.reset();
+  };
+
+  return {
+    name: 'eventloop',
+    /** 'iteration' or 'timer' */
+    mode,
+    sample() {
+      const out = [{ name: 'nodejs.eventloop.delay.mode', attributes: { 'nodejs.eventloop.delay.mode': mode }, value: 1 }];
+      const elu = performance.eventLoopUtilization(lastElu);
+      lastElu = performance.eventLoopUtilization();
+      out.push({ name: 'nodejs.eventloop.utilization', attributes: {}, value: elu.utilization });
+      const uv = uvMetrics();
+      if (uv) {
+        out.push(
+          { name: 'nodejs.eventloop.iterations', attributes: {}, value: uv.loopCount },
+          { name: 'nodejs.eventloop.events', attributes: {}, value: uv.events },
+          { name: 'nodejs.eventloop.events.waiting', attributes: {}, value: uv.eventsWaiting },
+        );
+      }
+
+      flushReset();
+      const n = monitor.count;
+      const lateness = (ns) => Math.max(0, ns - offsetNs) / 1e9;
+      const carriedNs = carried;
+      carried = 0;
+      if (carriedNs > 0) addCarried(histogram, carriedNs, offsetNs);
+      intervalLate = Math.max(n > 0 ? lateness(monitor.max) : 0, lateness(carriedNs));
+      if (n > 0) {
+        out.push(
+          { name: 'nodejs.eventloop.delay.min', attributes: {}, value: lateness(monitor.min) },
+          { name: 'nodejs.eventloop.delay.max', attributes: {}, value: intervalLate },
+          { name: 'nodejs.eventloop.delay.mean', attributes: {}, value: lateness(monitor.mean) },
+          { name: 'nodejs.eventloop.delay.p50', attributes: {}, value: lateness(monitor.percentile(50)) },
+          { name: 'nodejs.eventloop.delay.p90', attributes: {}, value: lateness(monitor.percentile(90)) },
+          { name: 'nodejs.eventloop.delay.p99', attributes: {}, value: lateness(monitor.percentile(99)) },
+        );
+        addToBuckets(histogram, monitor, n, offsetNs);
+        if (mode === 'iteration') {
+          // an iteration is recorded at its end, after this reset: nothing is lost
+          monitor.reset();
+        } else {
+          readCount = n;
+          readMax = monitor.max;
+          readAt = performance.now();
+          pendingReset = setImmediate(flushReset);
+          pendingReset.unref();
+        }
+      } else if (carriedNs > 0) {
+        out.push({ name: 'nodejs.eventloop.delay.max', attributes: {}, value: intervalLate });
+      }
+      if (histogram.count > 0) {
+        out.push({ name: 'nodejs.eventloop.delay', attributes: {}, histogram: histogram.snapshot() });
+      }
+      return out;
+    },
+    /**
+     * Seconds the main thread ran on a CPU and waited for one since the last endInterval() (null where
+     * the platform does not tell): a loop late because its thread waited for a CPU (an
+     * overloaded host, a CPU quota) is not an app blocking its loop. Read after sample().
+     */
+    details() {
+      const now = sched ? sched.read() : null;
+      const known = now !== null && lastSched !== null;
+      const wait = known ? (now[1] - lastSched[1]) / 1e9 : null;
+      return {
+        mainThreadCpuSeconds: known ? (now[0] - lastSched[0]) / 1e9 : null,
+        mainThreadWaitSeconds: wait,
+        // The interval's longest lateness less all the time the thread waited for a CPU in the
+        // interval: what the app blocked at least, running or in a blocking call (sync I/O,
+        // Atomics.wait, execSync). A lower bound: the wait may have been outside the block.
+        blockedOnCpuMaxSeconds: known ? Math.max(0, intervalLate - wait) : null,
+      };
+    },
+    /** Start a new interval. */
+    endInterval() {
+      lastSched = sched ? sched.read() : null;
+      intervalLate = 0;
+    },
+    close() {
+      if (pendingReset !== null) clearImmediate(pendingReset);
+      pendingReset = null;
+      monitor.disable();
+      if (sched) sched.close();
+    },
+  };
+}
+
+/**
+ * The calling (main) thread's schedstat, opened once: read() gives [ns on a CPU, ns waiting for
+ * one] or null. Null off Linux or where the kernel does not provide it.
+ */
+function openSchedstat() {
+  if (process.platform !== 'linux') return null;
+  const fs = require('fs');
+  let fd;
+  try {
+    fd = fs.openSync(THREAD_SCHEDSTAT, 'r');
+  } catch {
+    return null;
+  }
+  const buf = Buffer.alloc(128);
+  const sched = {
+    read() {
+      if (fd === null) return null;
+      try {
+        const n = fs.readSync(fd, buf, 0, buf.length, 0);
+        const f = buf.toString('latin1', 0, n).split(' ');
+        const out = [Number(f[0]), Number(f[1])];
+        return Number.isFinite(out[0]) && Number.isFinite(out[1]) ? out : null;
+      } catch {
+        return null;
+      }
+    },
+    close() {
+      if (fd === null) return;
+      try {
+        fs.closeSync(fd);
+      } catch {
+        // already closed
+      }
+      fd = null;
+    },
+  };
+  return sched.read() ? sched : (sched.close(), null);
+}
+
+/**
+ * libuv's loop metrics (uv_metrics_info: iterations, events processed, events that were waiting
+ * when the loop polled), where Node exposes them as performance.nodeTiming.uvMetricsInfo
+ * (Node 20.18+, 22.8+, 24, 26); cumulative since the process started. Null elsewhere.
+ * @returns {{ loopCount: number, events: number, eventsWaiting: number } | null}
+ */
+function uvMetrics() {
+  const info = performance.nodeTiming && performance.nodeTiming.uvMetricsInfo;
+  return info && typeof info.loopCount === 'number' ? info : null;
+}
+
+/**
+ * Move one interval's samples from the HDR histogram into the explicit buckets.
+ * The sum is count x mean, which is exact.
+ */
+function addToBuckets(histogram, monitor, n, resolutionNs) {
+  // Bounds at or above the largest value hold every sample, bounds below the smallest none: no
+  // search for those (an idle interval needs one native call, not ~90; a tenth of a sample's CPU).
+  const max = monitor.max;
+  const min = monitor.min;
+  let below = 0;
+  for (let i = 0; i < histogram.bounds.length; i++) {
+    const limit = histogram.bounds[i] * 1e9 + resolutionNs;
+    const atMost = limit >= max ? n : limit < min ? below : countAtMost(monitor, n, limit, below);
+    histogram.counts[i] += atMost - below;
+    below = atMost;
+  }
+  histogram.counts[histogram.bounds.length] += n - below;
+  histogram.count += n;
+  histogram.sum += (n * Math.max(0, monitor.mean - resolutionNs)) / 1e9;
+  histogram.frozen = null; // its cached snapshot (lib/core/histogram.js) is stale now
+}
+
+/** One lateness the monitor recorded after its interval was read (see flushReset), as a sample. */
+function addCarried(histogram, ns, resolutionNs) {
+  const seconds = Math.max(0, ns - resolutionNs) / 1e9;
+  let i = 0;
+  while (i < histogram.bounds.length && seconds > histogram.bounds[i]) i++;
+  histogram.counts[i] += 1;
+  histogram.count += 1;
+  histogram.sum += seconds;
+  histogram.frozen = null;
+}
+
+/**
+ * How many of the n recorded values are <= limitNs: the largest rank k whose value
+ * (percentile(100 k / n), which hdr_value_at_percentile maps back to rank k) is <= limitNs.
+ * Binary search from a known lower rank; about log2(n) native calls.
+ */
+function countAtMost(monitor, n, limitNs, lower) {
+  let lo = lower; // ranks <= lo are known to be <= limitNs
+  let hi = n;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (monitor.percentile((100 * mid) / n) <= limitNs) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+module.exports = { createEventLoopSampler, supportsSamplePerIteration, RESOLUTION_MS, RESOLUTION_NS, _internal: { addToBuckets, countAtMost } };

@@ -1,0 +1,66 @@
+'use strict';
+
+const v8 = require('v8');
+const { PerformanceObserver, constants } = require('perf_hooks');
+const { Histogram } = require('../core/histogram');
+const { GC_BUCKETS } = require('../snapshot/catalog');
+const { reportError } = require('../core/errors');
+
+// perf_hooks GC kinds (entry.detail.kind) by OpenTelemetry's v8js.gc.type names.
+const GC_TYPES = new Map([
+  [constants.NODE_PERFORMANCE_GC_MAJOR, 'major'],
+  [constants.NODE_PERFORMANCE_GC_MINOR, 'minor'],
+  [constants.NODE_PERFORMANCE_GC_INCREMENTAL, 'incremental'],
+  [constants.NODE_PERFORMANCE_GC_WEAKCB, 'weakcb'],
+]);
+
+// libuv reports "no limit" as the largest uint64 (Node 20 shows 2^64) or 0 / undefined.
+const NO_LIMIT = 2 ** 60;
+
+/**
+ * The V8 heap limit against the memory the container (cgroup) allows, and GC pauses by kind.
+ * @param {{ constrainedMemory?: () => number|undefined, gc?: boolean }} [options]
+ */
+function createMemorySampler(options = {}) {
+  const constrained = options.constrainedMemory || (typeof process.constrainedMemory === 'function' ? () => process.constrainedMemory() : () => undefined);
+  const gc = new Map(); // type -> Histogram
+  let observer = null;
+  if (options.gc !== false) {
+    try {
+      observer = new PerformanceObserver((list) => {
+        for (const entry of list.getEntries()) {
+          const kind = entry.detail ? entry.detail.kind : entry.kind;
+          const type = GC_TYPES.get(kind) || 'other';
+          let h = gc.get(type);
+          if (!h) gc.set(type, (h = new Histogram(GC_BUCKETS)));
+          h.observe(entry.duration / 1000);
+        }
+      });
+      observer.observe({ entryTypes: ['gc'] });
+    } catch (err) {
+      reportError('sampler:memory', err);
+    }
+  }
+
+  return {
+    name: 'memory',
+    sample() {
+      const out = [{ name: 'v8js.memory.heap.limit', attributes: {}, value: v8.getHeapStatistics().heap_size_limit }];
+      const limit = containerLimit(constrained);
+      if (limit !== null) out.push({ name: 'nodejs.memory.constrained', attributes: {}, value: limit });
+      for (const [type, h] of gc) out.push({ name: 'v8js.gc.duration', attributes: { 'v8js.gc.type': type }, histogram: h.snapshot() });
+      return out;
+    },
+    close() {
+      if (observer) observer.disconnect();
+    },
+  };
+}
+
+/** The cgroup memory limit in bytes, or null when there is none. */
+function containerLimit(constrained) {
+  const v = constrained();
+  return typeof v === 'number' && v > 0 && v < NO_LIMIT ? v : null;
+}
+
+module.exports = { createMemorySampler, containerLimit };

@@ -1,0 +1,198 @@
+'use strict';
+
+const { dnsSlots: slotsFor } = require('../../core/libuv');
+const { readSetting } = require('../../agent/options');
+const { Histogram } = require('../../core/histogram');
+const { QUEUE_WAIT_BUCKETS } = require('../../snapshot/catalog');
+const { reportError } = require('../../core/errors');
+const { createTracer } = require('./tracer');
+const { createPoolThreads } = require('./pool-threads');
+
+// What Node shows of threadpool work through process.getActiveResourcesInfo(). Async crypto
+// (pbkdf2, scrypt, randomFill, keygen...), zlib and user addons' uv_queue_work are not listed
+// there; fs.promises.readFile on recent Node reads through FSReqPromise only between chunks.
+const DNS_TYPES = Object.freeze(['GetAddrInfoReqWrap', 'GetNameInfoReqWrap']);
+const FS_TYPES = Object.freeze(['FSReqCallback', 'FSReqPromise']);
+
+/**
+ * Threadpool size, DNS slots, pending and queued work, and queue wait measured by probes.
+ *
+ * Probes run one at a time per queue, launched right after a sample, so a sample sees the
+ * probe only when it is stuck (and says so in uvscope.probe.in_flight). The size is read from
+ * UV_THREADPOOL_SIZE at the first sample, after the app's top-level code may have set it, and the
+ * first probe (which starts the pool) comes after that read, so the agent never fixes the pool
+ * size before the app does.
+ *
+ * @param {object} [options]
+ * @param {NodeJS.ProcessEnv} [options.env] where UV_THREADPOOL_SIZE is read (process.env by default)
+ * @param {Function} [options.lookup] dns.lookup as it was before uvscope wrapped it, so probe
+ *   lookups are not counted as the app's
+ * @param {string} [options.probeHostname] a name getaddrinfo answers locally (from /etc/hosts)
+ * @param {Function} [options.randomFill] crypto.randomFill (a job on the general queue)
+ * @param {object} [options.tracer] tracer settings ({ mode, thresholdMs, windowMs, cooldownMs });
+ *   see lib/sources/threadpool/tracer.js
+ * @param {{ read(): object }} [options.poolThreads] busy pool threads (lib/sources/threadpool/pool-threads.js)
+ */
+function createThreadpoolSampler(options = {}) {
+  const lookup = options.lookup || require('dns').lookup;
+  const probeHostname = options.probeHostname || 'localhost';
+  const randomFill = options.randomFill || loadRandomFill();
+  let size;
+  let dnsSlots;
+  let closed = false;
+  const tracer = createTracer(options.tracer || {});
+  const poolThreads = options.poolThreads || createPoolThreads();
+  let last = null; // what details() shows: figures of the latest sample
+
+  const probes = {
+    dns: createProbe('probe:dns', (done) => lookup(probeHostname, { family: 4 }, done)),
+    work: randomFill ? createProbe('probe:work', (done) => randomFill(Buffer.allocUnsafe(1), done)) : null,
+  };
+
+  return {
+    name: 'threadpool',
+    sample(tick) {
+      if (size === undefined) {
+        size = readSetting('threadpool.size', options.env);
+        dnsSlots = slotsFor(size);
+      }
+      const listed = { dns: sum(tick.resources, DNS_TYPES), fs: sum(tick.resources, FS_TYPES) };
+      // While armed the tracer counts every job it saw start; jobs from before arming are not
+      // known to it, so for dns and fs (which Node lists) the larger of the two lower bounds wins.
+      const traced = tracer.pendingByKind();
+      const pending = { dns: listed.dns, fs: listed.fs };
+      if (traced) {
+        pending.dns = Math.max(listed.dns, traced.get('dns') || 0);
+        pending.fs = Math.max(listed.fs, traced.get('fs') || 0);
+        for (const kind of ['crypto', 'zlib', 'other']) pending[kind] = traced.get(kind) || 0;
+      }
+      // libuv lets at most dnsSlots threads run slow I/O (getaddrinfo/getnameinfo); fs work can
+      // use any thread. This is a lower bound for DNS when fs work holds every thread.
+      const dnsRunning = Math.min(pending.dns, dnsSlots);
+      const fsRunning = Math.min(pending.fs, size - dnsRunning);
+      const out = [
+        { name: 'nodejs.uv.threadpool.size', attributes: {}, value: size },
+        { name: 'nodejs.uv.threadpool.dns_slots', attributes: {}, value: dnsSlots },
+      ];
+      for (const [kind, value] of Object.entries(pending)) {
+        out.push({ name: 'nodejs.uv.threadpool.pending', attributes: { 'nodejs.uv.threadpool.kind': kind }, value });
+      }
+      out.push(
+        { name: 'nodejs.uv.threadpool.queued', attributes: { 'nodejs.uv.threadpool.kind': 'dns' }, value: pending.dns - dnsRunning },
+        { name: 'nodejs.uv.threadpool.queued', attributes: { 'nodejs.uv.threadpool.kind': 'fs' }, value: pending.fs - fsRunning },
+      );
+      const probeFigures = {};
+      let waitSeconds = 0;
+      for (const queue of Object.keys(probes)) {
+        const probe = probes[queue];
+        if (!probe) continue;
+        out.push({ name: 'uvscope.probe.in_flight', attributes: { 'nodejs.uv.threadpool.queue': queue }, value: probe.inFlight ? 1 : 0 });
+        out.push({ name: 'nodejs.uv.threadpool.queue_wait', attributes: { 'nodejs.uv.threadpool.queue': queue }, histogram: probe.histogram.snapshot() });
+        const figures = probe.takeInterval();
+        probeFigures[queue] = figures;
+        waitSeconds = Math.max(waitSeconds, figures.maxWaitSeconds, figures.inFlightSeconds);
+      }
+      let busy;
+      try {
+        busy = poolThreads.read();
+      } catch (err) {
+        reportError('sampler:threadpool', err);
+        busy = { available: false, reason: 'reading /proc failed' };
+      }
+      if (busy.available) {
+        out.push({ name: 'nodejs.uv.threadpool.busy', attributes: { 'nodejs.uv.threadpool.thread.state': 'computing' }, value: busy.computing });
+        if (busy.runnable !== null) out.push({ name: 'nodejs.uv.threadpool.busy', attributes: { 'nodejs.uv.threadpool.thread.state': 'runnable' }, value: busy.runnable });
+      }
+      const seen = tracer.collect();
+      for (const h of seen.histograms) {
+        out.push({ name: 'nodejs.uv.threadpool.job.duration', attributes: { 'nodejs.uv.threadpool.kind': h.kind, 'nodejs.uv.threadpool.job.type': h.type }, histogram: h.histogram });
+      }
+      out.push({ name: 'uvscope.tracer.armed', attributes: {}, value: seen.state.armed ? 1 : 0 });
+      last = {
+        size, dnsSlots, pending, probes: probeFigures, busy,
+        tracer: { ...seen.state, thresholdSeconds: tracer.thresholdSeconds, jobs: seen.jobs },
+      };
+      // Arming takes effect from the next interval: this one's figures stay what was seen.
+      const poolFull = busy.available && busy.computing + (busy.runnable || 0) >= size - 0.25;
+      tracer.consider({ waitSeconds, poolFull });
+      // Launched once the whole sample is done: an exporter that loads its library at the first
+      // sample (the standalone OTLP SDK: 100s of ms on a busy machine) must not be taken for a
+      // wait of the pool.
+      if (!closed) {
+        setImmediate(() => {
+          if (!closed) for (const probe of Object.values(probes)) if (probe) tracer.untraced(() => probe.launch());
+        });
+      }
+      return out;
+    },
+    /** @returns {object|null} snapshot.details.threadpool (see /work/brief/CONTRACTS.md) */
+    details() {
+      return last;
+    },
+    /** The tracer (tests, benchmarks). */
+    tracer,
+    close() {
+      closed = true;
+      tracer.close();
+    },
+  };
+}
+
+/**
+ * A probe: one job at a time, its submit-to-callback time recorded in a histogram.
+ * @param {string} component
+ * @param {(done: (err?: Error|null) => void) => void} run
+ */
+function createProbe(component, run) {
+  const histogram = new Histogram(QUEUE_WAIT_BUCKETS);
+  let inFlight = false;
+  let start = 0n;
+  let maxWait = 0;
+  return {
+    histogram,
+    get inFlight() {
+      return inFlight;
+    },
+    /** Longest completed wait since the last call, and how long the probe in flight has waited. */
+    takeInterval() {
+      const figures = { maxWaitSeconds: maxWait, inFlightSeconds: inFlight ? Number(process.hrtime.bigint() - start) / 1e9 : 0 };
+      maxWait = 0;
+      return figures;
+    },
+    launch() {
+      if (inFlight) return;
+      inFlight = true;
+      start = process.hrtime.bigint();
+      try {
+        run((err) => {
+          inFlight = false;
+          if (err) reportError(component, err);
+          else {
+            const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+            histogram.observe(seconds);
+            if (seconds > maxWait) maxWait = seconds;
+          }
+        });
+      } catch (err) {
+        inFlight = false;
+        reportError(component, err);
+      }
+    },
+  };
+}
+
+function sum(counts, types) {
+  let n = 0;
+  for (const t of types) n += counts.get(t) || 0;
+  return n;
+}
+
+function loadRandomFill() {
+  try {
+    return require('crypto').randomFill;
+  } catch {
+    return null; // Node built without crypto: no work-queue probe.
+  }
+}
+
+module.exports = { createThreadpoolSampler, DNS_TYPES, FS_TYPES };

@@ -1,0 +1,51 @@
+'use strict';
+
+const assert = require('node:assert/strict');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { ROOT, runNode, lastJson } = require('../helpers/child');
+const { describe: describeFile } = require('../../lib/core/callers');
+
+describe('callers', () => {
+  it('reduces a file under node_modules to its package name, else file:line', () => {
+    assert.equal(describeFile('/app/node_modules/hot-shots/lib/transport.js', 10), 'hot-shots');
+    assert.equal(describeFile('/app/node_modules/a/node_modules/@acme/statsd/index.js', 3), '@acme/statsd');
+    assert.equal(describeFile(path.join(process.cwd(), 'src', 'client.js'), 42), path.join('src', 'client.js') + ':42');
+  });
+
+  it('names the package that looked a name up, through dgram too, past a tracer\'s wrapper', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'uvscope-callers-'));
+    try {
+      for (const [pkg, body] of [
+        ['statsd-like', // dgram looks the name up inside send() once the socket is bound (before that, send() is queued
+        // and the lookup runs without the caller on the stack).
+        `module.exports = () => { const s = require('dgram').createSocket('udp4'); s.bind(0, '127.0.0.1', () => s.send('x', 9, 'localhost', () => s.close())); };`],
+        ['@acme/http-client', `module.exports = () => require('dns').lookup('localhost', () => {});`],
+        // A tracer that wraps dns.lookup over uvscope's wrapper: its frames are not the caller.
+        ['dd-trace', `const dns = require('dns'); const inner = dns.lookup;
+          dns.lookup = function lookup() { return inner.apply(this, arguments); };`],
+      ]) {
+        fs.mkdirSync(path.join(dir, 'node_modules', pkg), { recursive: true });
+        fs.writeFileSync(path.join(dir, 'node_modules', pkg, 'index.js'), body);
+      }
+      fs.writeFileSync(path.join(dir, 'app.js'), `
+        const uvscope = require(${JSON.stringify(ROOT)});
+        const agent = uvscope.start({ exporters: 'none', intervalMs: 3600000 });
+        require('dd-trace');
+        require('statsd-like')();
+        require('@acme/http-client')();
+        require('dns').lookup('localhost', () => setTimeout(() => {
+          const dns = agent.samplers.find((s) => s.name === 'dns').details();
+          console.log(JSON.stringify(dns.hosts[0].callers.map((c) => c.caller).sort()));
+          uvscope.stop();
+        }, 100));
+      `);
+      const r = await runNode([path.join(dir, 'app.js')], { cwd: dir });
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(lastJson(r.stdout), ['@acme/http-client', 'app.js:7', 'statsd-like']);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,98 @@
+'use strict';
+
+const assert = require('node:assert/strict');
+const path = require('path');
+const { threadpoolSize } = require('../../lib/core/libuv');
+const { withDnsServer } = require('../helpers/dns-server');
+const { runInNamespace, resolvConf } = require('../helpers/namespace');
+const { REGISTER, FIXTURES, freePort, lastJson, runNode, parsePrometheus, sampleValue } = require('../helpers/child');
+
+const conf = resolvConf({ nameserver: '127.0.0.2' });
+
+async function inNamespace(args, env) {
+  const r = await runInNamespace({ resolvConf: conf, args, env, timeoutMs: 30000 });
+  assert.equal(r.code, 0, r.stderr);
+  return lastJson(r.stdout);
+}
+
+describe('samplers/threadpool', function () {
+  describe('threadpoolSize() parses UV_THREADPOOL_SIZE as libuv does', () => {
+    const cases = [[undefined, 4], ['4', 4], ['64', 64], ['1024', 1024], ['2000', 1024], ['0', 1], ['abc', 1], ['', 1], [' 8', 8], ['8x', 8], ['-1', 1024], ['+16', 16], ['99999999999', 1024]];
+    for (const [raw, want] of cases) {
+      it(`${JSON.stringify(raw)} -> ${want}`, () => assert.equal(threadpoolSize(raw), want));
+    }
+  });
+
+  describe('against a DNS server that answers in a known time', function () {
+    withDnsServer({
+      address: '127.0.0.2',
+      names: { '*.second.test': { a: '127.0.0.1', delayMs: 1000 }, '*.third.test': { a: '127.0.0.1', delayMs: 300 } },
+    });
+
+    it('20 concurrent 1 s lookups with pool 4: pending 20 and queued 18 half a second in; a stuck probe is shown as such', async () => {
+      const port = await freePort();
+      const out = await inNamespace([ '--require', REGISTER, path.join(FIXTURES, 'dns-app.js')], {
+        UVSCOPE_PROMETHEUS_PORT: String(port),
+        UVSCOPE_INTERVAL_MS: '500',
+        // samples at ~500, 1000, 1500 ms; scrapes read the 500 ms and the 1500 ms sample
+        FIXTURE_PLAN: JSON.stringify({ lookups: Array.from({ length: 20 }, () => ({ via: 'lookup', name: 'backlog.second.test' })), scrapeAtMs: [750, 1750], exit: true }),
+      });
+      const [half, later] = out.metrics.map(parsePrometheus);
+      assert.equal(sampleValue(half, 'nodejs_uv_threadpool_size'), 4);
+      assert.equal(sampleValue(half, 'nodejs_uv_threadpool_dns_slots'), 2);
+      assert.equal(sampleValue(half, 'uvscope_probe_in_flight', { queue: 'dns' }), 0);
+      assert.equal(sampleValue(half, 'nodejs_uv_threadpool_pending', { kind: 'dns' }), 20);
+      assert.equal(sampleValue(half, 'nodejs_uv_threadpool_queued', { kind: 'dns' }), 18);
+      assert.equal(sampleValue(half, 'nodejs_uv_requests_active', { type: 'GetAddrInfoReqWrap' }), 20);
+      // At 1.5 s two lookups are done, two run, 16 wait, and the probe sent at 0.5 s waits behind them.
+      const probe = sampleValue(later, 'uvscope_probe_in_flight', { queue: 'dns' });
+      assert.equal(probe, 1);
+      assert.equal(sampleValue(later, 'nodejs_uv_threadpool_pending', { kind: 'dns' }) - probe, 18);
+      assert.equal(sampleValue(later, 'nodejs_uv_threadpool_queued', { kind: 'dns' }) - probe, 16);
+    });
+
+    it('the dns queue probe waits exactly as long as the backlog ahead of it; the work probe does not see DNS queueing', async () => {
+      const out = await inNamespace([path.join(FIXTURES, 'queue-wait-app.js')], {
+        FIXTURE_PLAN: JSON.stringify({ name: 'wait.third.test', count: 6 }),
+      });
+      // 6 lookups of 300 ms on 2 DNS slots finish at 300, 600 and 900 ms; the probe behind them
+      // gets a slot at ~900 ms.
+      assert.equal(out.pendingDuring, 6);
+      const done = out.results.map((r) => r.seconds).sort((a, b) => a - b);
+      assert.ok(done[5] > 0.89 && done[5] < 1.0, `last lookup done at ${done[5]} s`);
+      assert.equal(out.dnsWait.count, 1);
+      assert.ok(Math.abs(out.dnsWait.sum - done[5]) < 0.03, `probe waited ${out.dnsWait.sum} s, backlog cleared at ${done[5]} s`);
+      assert.equal(out.workWait.count, 1);
+      assert.ok(out.workWait.sum < 0.05, `work probe waited ${out.workWait.sum} s with 2 free threads`);
+      // Each lookup's duration includes its wait for a slot: 2 in (0.25, 0.5], 4 in (0.5, 1].
+      const { bounds, counts } = out.lookup;
+      assert.equal(counts[bounds.indexOf(0.5)], 2);
+      assert.equal(counts[bounds.indexOf(1)], 4);
+    });
+
+    it('an app that sets UV_THREADPOOL_SIZE=8 in code gets 8 threads and 4 DNS slots, and uvscope reports them', async () => {
+      const port = await freePort();
+      const out = await inNamespace(['--require', REGISTER, path.join(FIXTURES, 'dns-app.js')], {
+        UVSCOPE_PROMETHEUS_PORT: String(port),
+        UVSCOPE_INTERVAL_MS: '100',
+        FIXTURE_PLAN: JSON.stringify({ appSetsPoolSize: 8, lookups: Array.from({ length: 8 }, () => ({ via: 'lookup', name: 'pool.third.test' })), settleMs: 150 }),
+      });
+      const samples = parsePrometheus(out.metrics);
+      assert.equal(sampleValue(samples, 'nodejs_uv_threadpool_size'), 8);
+      assert.equal(sampleValue(samples, 'nodejs_uv_threadpool_dns_slots'), 4);
+      // Ground truth for the slots: 8 lookups of 300 ms on 4 slots take two rounds, not four.
+      const slowest = Math.max(...out.results.map((r) => r.seconds));
+      assert.ok(slowest > 0.59 && slowest < 0.75, `8 lookups took ${slowest} s`);
+    });
+  });
+
+  it('fs pending and queued, and the work probe waiting for blocked threads (FIFO reads the test releases)', async () => {
+    const r = await runNode([path.join(FIXTURES, 'fifo-app.js')], { env: { FIXTURE_HOLD_MS: '400' } });
+    assert.equal(r.code, 0, r.stderr);
+    const out = lastJson(r.stdout);
+    assert.equal(out.pendingFs, 6);
+    assert.equal(out.queuedFs, 2);
+    assert.equal(out.workWait.count, 1);
+    assert.ok(out.workWait.sum > 0.38 && out.workWait.sum < out.heldMs / 1000 + 0.05, `work probe waited ${out.workWait.sum} s; threads were held ${out.heldMs} ms`);
+  });
+});
