@@ -8,7 +8,7 @@ const MiB = 1048576;
 async function run(oldSpaceMb) {
   const r = await runNode([`--max-old-space-size=${oldSpaceMb}`, '--expose-gc', '-e', `
     const uvscope = require(${JSON.stringify(ROOT)});
-    const { findPoint } = require(${JSON.stringify(ROOT + '/lib/snapshot')});
+    const { findPoint } = require(${JSON.stringify(ROOT + '/lib/snapshot/snapshot')});
     const agent = uvscope.start({ exporters: 'none', intervalMs: 3600000 });
     const before = agent.sampleNow();
     const majors = (s) => { const p = findPoint(s.points, 'v8js.gc.duration', { 'v8js.gc.type': 'major' }); return p ? p.histogram.count : 0; };
