@@ -10,6 +10,8 @@ const { reportError } = require('../../core/errors');
 const { captureCaller } = require('../../core/callers');
 const { published } = require('../../core/channels');
 const { injectFault } = require('../../core/faults');
+const { RecentLookups, RECENT_MAX } = require('./recent');
+const { SlotModel } = require('./slots');
 
 const OTHER = '_other';
 
@@ -21,9 +23,8 @@ const MAX_CALLERS = 20;
 // A lookup this close to k x the resolv.conf timeout waited for k resolver timeouts.
 const TIMEOUT_EARLY_S = 0.05;
 const TIMEOUT_LATE_S = 0.5;
-// Recent lookups kept per hostname for percentiles (p50, p99, standard deviation).
+// How far back percentiles reach by default.
 const RECENT_MS = 60000;
-const RECENT_MAX = 2048;
 
 // Per-lookup events (lib/core/channels.js) for exporters that record each lookup and for tracer
 // integrations. Published only when someone subscribes.
@@ -66,7 +67,7 @@ function createDnsSampler(options = {}) {
   // What sample() and details() hand out: the same arrays until a series or a name is added.
   let pointList = [];
   let hostList = [];
-  const slots = createSlotModel(() => dnsSlots(readSetting('threadpool.size', options.env)));
+  const slots = new SlotModel(() => dnsSlots(readSetting('threadpool.size', options.env)));
   let inFlight = 0;
   let active = true;
   let callerBudget = CALLER_SAMPLES_PER_INTERVAL;
@@ -341,197 +342,11 @@ const NO_CALLERS = Object.freeze([]);
  */
 
 function newHost(name, recentMs) {
-  return { name, lookups: 0, inFlight: 0, callers: new Map(), callerList: null, series: new Map(), interval: newInterval(0), recent: createRecent(RECENT_MAX, recentMs), details: null };
+  return { name, lookups: 0, inFlight: 0, callers: new Map(), callerList: null, series: new Map(), interval: newInterval(0), recent: new RecentLookups(RECENT_MAX, recentMs), details: null };
 }
 
 function newInterval(inFlight) {
   return { lookups: 0, errors: 0, seconds: 0, queueWaitSeconds: 0, resolveSeconds: 0, queuedLookups: 0, maxSeconds: 0, duplicates: 0, maxInFlight: inFlight, timeouts: 0 };
-}
-
-/**
- * libuv's DNS slots replayed: lookups get a slot FIFO as slots free. A lookup gets `began` (an
- * hrtime bigint) when it takes a slot.
- * @param {() => number} sizeOf number of slots, read at the first lookup (after the app's
- *   top-level code may have set UV_THREADPOOL_SIZE, as libuv reads it when the pool starts)
- */
-function createSlotModel(sizeOf) {
-  let size = null;
-  let running = 0;
-  let queue = [];
-  let head = 0;
-  const model = {
-    get size() {
-      return size;
-    },
-    submit(ctx) {
-      if (size === null) size = sizeOf();
-      if (running < size) {
-        running++;
-        ctx.began = ctx.start;
-      } else {
-        queue.push(ctx);
-      }
-    },
-    done(ctx, now) {
-      if (ctx.began === null) {
-        // Finished while the model had it queued: a slot came free that the model did not see
-        // (a lookup from before the agent started). It ran; its wait is unknown, count none.
-        ctx.began = ctx.start;
-        model.abandon(ctx);
-        return;
-      }
-      running--;
-      while (running < size && head < queue.length) {
-        const next = queue[head];
-        // Let go of it: a taken entry kept until the queue is compacted (1024 and more) kept each
-        // lookup's context alive through V8's scavenges.
-        queue[head++] = null;
-        if (!next) continue; // abandoned
-        next.began = now;
-        running++;
-      }
-      if (head > 1024 && head * 2 > queue.length) {
-        queue = queue.slice(head);
-        head = 0;
-      }
-    },
-    abandon(ctx) {
-      const at = queue.indexOf(ctx, head);
-      if (at !== -1) queue[at] = null;
-      else if (ctx.began !== null && running > 0) running--;
-    },
-  };
-  return model;
-}
-
-/**
- * The most recent lookups of one hostname (time, duration, wait), for percentiles.
- * @param {number} max
- * @param {number} windowMs how far back stats() is asked to reach: older entries are overwritten
- *   before the buffer grows
- */
-function createRecent(max, windowMs) {
-  // One buffer of (time, duration, wait) triples, grown as lookups come (16, 32, ... max) and only
-  // while the oldest entry is still in the window: a name looked up once a second keeps 64 entries
-  // (1.5 KiB), not 2,048 (48 KiB) once it has been looked up for half an hour.
-  let capacity = Math.min(16, max);
-  let buf = new Float64Array(3 * capacity);
-  let next = 0;
-  let count = 0;
-  // What the last stats() covered: while no lookup came and none of the lookups it counted left
-  // the window, the figures it wrote are still right and it writes nothing.
-  let fresh = false;
-  let lastOldest = Infinity;
-  // The tail's figures, one object for the name's life (handed out in its details while there are
-  // recent lookups), updated in place.
-  let tail = null;
-  return {
-    add(time, seconds, waited) {
-      if (count === capacity && capacity < max && buf[3 * next] >= time - windowMs) {
-        // Full, below max, and the oldest entry (the next to be overwritten) still counts: grow.
-        // Entries 0..count-1 are in time order from `next` on; unrolled so that they keep places.
-        const grown = new Float64Array(3 * Math.min(capacity * 2, max));
-        grown.set(buf.subarray(3 * next));
-        grown.set(buf.subarray(0, 3 * next), 3 * (capacity - next));
-        buf = grown;
-        next = capacity;
-        capacity = grown.length / 3;
-      }
-      buf[3 * next] = time;
-      buf[3 * next + 1] = seconds;
-      buf[3 * next + 2] = waited;
-      next = (next + 1) % capacity;
-      if (count < capacity) count++;
-      fresh = false;
-    },
-    /**
-     * p50, p99, mean and standard deviation of lookups since `since`, and the tail's split, written
-     * into `out` (a name's details: recentLookups, p50, p99, stddev, mean, tail).
-     */
-    stats(since, out) {
-      if (fresh && lastOldest >= since) return;
-      fresh = true;
-      // The durations in the window, sorted in a scratch array shared by every name (no array
-      // per name per sample: these are made every interval for every kept name).
-      const sorted = scratch(count);
-      let n = 0;
-      let oldest = Infinity;
-      for (let k = 0; k < count; k++) {
-        if (buf[3 * k] < since) continue;
-        sorted[n++] = buf[3 * k + 1];
-        if (buf[3 * k] < oldest) oldest = buf[3 * k];
-      }
-      lastOldest = oldest;
-      out.recentLookups = n;
-      if (n === 0) {
-        out.p50 = out.p99 = out.stddev = out.tail = out.mean = null;
-        return;
-      }
-      heapSort(sorted, n);
-      let sum = 0;
-      for (let j = 0; j < n; j++) sum += sorted[j];
-      const mean = sum / n;
-      let sq = 0;
-      for (let j = 0; j < n; j++) sq += (sorted[j] - mean) ** 2;
-      const p99 = rank(sorted, n, 0.99);
-      // The tail: every lookup at or above p99 (the slowest 1 %, at least one).
-      let tn = 0;
-      let tWait = 0;
-      let tTotal = 0;
-      for (let j = n - 1; j >= 0 && sorted[j] >= p99; j--) {
-        tn++;
-        tTotal += sorted[j];
-      }
-      for (let k = 0; k < count; k++) if (buf[3 * k] >= since && buf[3 * k + 1] >= p99) tWait += buf[3 * k + 2];
-      if (tail === null) tail = Object.seal({ lookups: 0, meanSeconds: 0.5, queueWaitSeconds: 0.5, resolveSeconds: 0.5 });
-      tail.lookups = tn;
-      tail.meanSeconds = tTotal / tn;
-      tail.queueWaitSeconds = tWait / tn;
-      tail.resolveSeconds = (tTotal - tWait) / tn;
-      out.p50 = rank(sorted, n, 0.5);
-      out.p99 = p99;
-      out.stddev = Math.sqrt(sq / n);
-      out.tail = tail;
-      out.mean = mean;
-    },
-  };
-}
-
-// Ascending, in place, a[0..n): TypedArray#sort copies the array (about 1 KB per name per sample
-// at 60 lookups in the window), this allocates nothing.
-function heapSort(a, n) {
-  for (let i = (n >> 1) - 1; i >= 0; i--) siftDown(a, i, n);
-  for (let end = n - 1; end > 0; end--) {
-    const t = a[0];
-    a[0] = a[end];
-    a[end] = t;
-    siftDown(a, 0, end);
-  }
-}
-
-function siftDown(a, i, end) {
-  for (;;) {
-    let c = 2 * i + 1;
-    if (c >= end) return;
-    if (c + 1 < end && a[c + 1] > a[c]) c++;
-    if (a[c] <= a[i]) return;
-    const t = a[i];
-    a[i] = a[c];
-    a[c] = t;
-    i = c;
-  }
-}
-
-// The q-quantile of sorted[0..n) (nearest rank).
-function rank(sorted, n, q) {
-  return sorted[Math.min(n - 1, Math.ceil(q * n) - 1)];
-}
-
-// One scratch array for every name's stats(), grown to the largest window seen (at most RECENT_MAX).
-let scratchArray = new Float64Array(16);
-function scratch(size) {
-  if (scratchArray.length < size) scratchArray = new Float64Array(Math.max(size, scratchArray.length * 2));
-  return scratchArray;
 }
 
 /**
