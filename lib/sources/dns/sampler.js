@@ -1,7 +1,6 @@
 'use strict';
 
 const dnsModule = require('dns');
-const { syncBuiltinESMExports } = require('module');
 const { Histogram } = require('../../core/histogram');
 const { DNS_BUCKETS, QUEUE_WAIT_BUCKETS } = require('../../snapshot/catalog');
 const { dnsSlots } = require('../../core/libuv');
@@ -12,6 +11,7 @@ const { published } = require('../../core/channels');
 const { injectFault } = require('../../core/faults');
 const { RecentLookups, RECENT_MAX } = require('./recent');
 const { SlotModel } = require('./slots');
+const { DnsWrappers, wrapCallbackLookup } = require('./wrapper');
 
 const OTHER = '_other';
 
@@ -173,12 +173,11 @@ function createDnsSampler(options = {}) {
     }
   }
 
-  const originalLookup = dns.lookup;
   const tracker = { record, started, abandoned };
-  const wrappedLookup = wrapCallbackLookup(originalLookup, tracker);
+  const wrappers = new DnsWrappers(dns, tracker);
   // The agent's own lookups: they hold DNS slots like any other, so the model sees them, but
   // they are not the app's and are counted nowhere.
-  const ownLookup = wrapCallbackLookup(originalLookup, {
+  const ownLookup = wrapCallbackLookup(wrappers.original, {
     started: () => {
       const ctx = { start: process.hrtime.bigint(), began: null };
       slots.submit(ctx);
@@ -193,13 +192,6 @@ function createDnsSampler(options = {}) {
     },
     abandoned: (ctx) => slots.abandon(ctx),
   });
-  dns.lookup = wrappedLookup;
-
-  const promises = dns.promises;
-  const originalPromisesLookup = promises && promises.lookup;
-  const wrappedPromisesLookup = originalPromisesLookup && wrapPromiseLookup(originalPromisesLookup, tracker);
-  if (wrappedPromisesLookup) promises.lookup = wrappedPromisesLookup;
-  syncBuiltinESMExports();
 
   return {
     name: 'dns',
@@ -272,11 +264,7 @@ function createDnsSampler(options = {}) {
     },
     close() {
       active = false;
-      // Put the originals back unless someone wrapped over us; then our wrapper stays in their
-      // chain and just passes calls through.
-      if (dns.lookup === wrappedLookup) dns.lookup = originalLookup;
-      if (wrappedPromisesLookup && promises.lookup === wrappedPromisesLookup) promises.lookup = originalPromisesLookup;
-      syncBuiltinESMExports();
+      wrappers.restore();
     },
   };
 }
@@ -361,104 +349,5 @@ function resolverTimeouts(seconds, timeout) {
   return k >= 1 && seconds >= k * timeout - TIMEOUT_EARLY_S && seconds <= k * timeout + TIMEOUT_LATE_S ? k : 0;
 }
 
-// net is loaded at the first lookup, not by the preload (it costs ~2 ms to load).
-let isIP = null;
-
-function isLookupOf(hostname) {
-  if (typeof hostname !== 'string' || hostname === '') return false;
-  // An IPv4 literal starts with a digit and an IPv6 one has a colon (net.isIPv4/isIPv6): other
-  // names skip net.isIP, whose IPv6 regular expression was a tenth of the wrapper's cost.
-  const c = hostname.charCodeAt(0);
-  if ((c < 48 || c > 57) && !hostname.includes(':')) return true;
-  if (isIP === null) isIP = require('net').isIP;
-  return isIP(hostname) === 0;
-}
-
-// The wrappers must be invisible to the app: the same return values, the same synchronous throws
-// for bad arguments, the same length, name and own symbols (dns.lookup's customPromisifyArgs makes
-// util.promisify(dns.lookup) resolve { address, family }), and no change to how a rejection nobody
-// handles is reported. The bookkeeping (started/record/abandoned) runs inside the app's call, so
-// each call of it is guarded: a failure there is reported and the lookup goes on untimed.
-// Invalid arguments make Node throw synchronously: that is no lookup, so it is not counted.
-
-/**
- * dns.lookup, timed. Lookups go through the original, with the app's arguments and `this`.
- * @param {Function} original
- * @param {{ started: Function, record: Function, abandoned: Function }} tracker
- */
-function wrapCallbackLookup(original, tracker) {
-  const lookup = function lookup(hostname, options, callback) {
-    const cb = typeof options === 'function' ? options : callback;
-    if (typeof cb !== 'function' || !isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
-    const ctx = guarded(tracker.started, hostname);
-    if (ctx === undefined) return Reflect.apply(original, this, arguments);
-    const done = function (err) {
-      guarded(tracker.record, ctx, err);
-      return Reflect.apply(cb, this, arguments);
-    };
-    const args = Array.prototype.slice.call(arguments);
-    args[typeof options === 'function' ? 1 : 2] = done;
-    try {
-      return Reflect.apply(original, this, args);
-    } catch (err) {
-      guarded(tracker.abandoned, ctx);
-      throw err;
-    }
-  };
-  return lookAlike(lookup, original);
-}
-
-/**
- * dns.promises.lookup, timed. Returns a promise derived from the original's: it settles the same
- * way one tick later, and when it rejects and nobody handles it, Node reports that unhandled
- * rejection exactly as it would have reported the original's (uvscope's handler sits on the
- * original promise, never on the one the caller holds).
- * @param {Function} original
- * @param {{ started: Function, record: Function, abandoned: Function }} tracker
- */
-function wrapPromiseLookup(original, tracker) {
-  const lookup = function lookup(hostname) {
-    if (!isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
-    const ctx = guarded(tracker.started, hostname);
-    if (ctx === undefined) return Reflect.apply(original, this, arguments);
-    let promise;
-    try {
-      promise = Reflect.apply(original, this, arguments);
-    } catch (err) {
-      guarded(tracker.abandoned, ctx);
-      throw err;
-    }
-    return promise.then((value) => {
-      guarded(tracker.record, ctx, null);
-      return value;
-    }, (err) => {
-      guarded(tracker.record, ctx, err);
-      throw err;
-    });
-  };
-  return lookAlike(lookup, original);
-}
-
-// The wrapper takes the original's length, name and own symbols.
-function lookAlike(wrapper, original) {
-  for (const key of ['length', 'name']) {
-    const d = Object.getOwnPropertyDescriptor(original, key);
-    if (d) Object.defineProperty(wrapper, key, d);
-  }
-  for (const sym of Object.getOwnPropertySymbols(original)) {
-    Object.defineProperty(wrapper, sym, Object.getOwnPropertyDescriptor(original, sym));
-  }
-  return wrapper;
-}
-
-// Calls the bookkeeping; never throws. undefined when it failed.
-function guarded(fn, a, b) {
-  try {
-    return fn(a, b);
-  } catch (err) {
-    reportError('sampler:dns', err);
-    return undefined;
-  }
-}
-
-module.exports = { createDnsSampler, resolverTimeouts, OTHER, wrapCallbackLookup, wrapPromiseLookup };
+// resolverTimeouts: for its test (test/sources/resolver.test.js).
+module.exports = { createDnsSampler, resolverTimeouts };
