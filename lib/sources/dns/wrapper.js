@@ -28,6 +28,11 @@ const { reportError } = require('../../core/errors');
  * @property {(ctx: object) => void} abandoned the original threw: there will be no callback
  */
 
+/**
+ * The part of the dns module that is wrapped.
+ * @typedef {{ lookup: Function, promises?: { lookup: Function } }} DnsModule
+ */
+
 /** dns.lookup and dns.promises.lookup replaced by their wrappers, until restore(). */
 class DnsWrappers {
   #dns;
@@ -39,7 +44,7 @@ class DnsWrappers {
 
   /**
    * Wraps dns.lookup and dns.promises.lookup in place.
-   * @param {object} dns the dns module
+   * @param {DnsModule} dns the dns module
    * @param {LookupTracker} tracker
    */
   constructor(dns, tracker) {
