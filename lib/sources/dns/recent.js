@@ -31,6 +31,7 @@ class RecentLookups {
   #lastOldest = Infinity;
   // The tail's figures, one object for the name's life (handed out in its details while there are
   // recent lookups), updated in place.
+  /** @type {TailFigures | null} */
   #tail = null;
 
   /**

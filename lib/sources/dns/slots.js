@@ -19,8 +19,10 @@
 /** Lookups get a slot FIFO as slots free; a lookup gets `began` (an hrtime bigint) when it does. */
 class SlotModel {
   #sizeOf;
+  /** @type {number | null} */
   #size = null;
   #running = 0;
+  /** @type {(SlotLookup | null)[]} */
   #queue = [];
   #head = 0;
 
