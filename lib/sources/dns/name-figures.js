@@ -1,0 +1,226 @@
+'use strict';
+
+// One hostname's figures in the DNS sampler: counts since the start, the figures of the current
+// interval, sampled callers and recent lookups, and the details object that hands them to the
+// snapshot (sealed, updated in place at each sample).
+
+const { RecentLookups, RECENT_MAX } = require('./recent');
+
+// Distinct callers kept per hostname.
+const MAX_CALLERS = 20;
+
+/** @type {DnsHostDetails['callers']} */
+const NO_CALLERS = Object.freeze([]);
+
+/**
+ * One hostname's figures (snapshot.details.dns.hosts[]). Interval figures cover the time since the
+ * last sample; totals and callers since the start.
+ * @typedef {object} DnsHostDetails
+ * @property {string} name the hostname, lower-cased (or _other beyond maxNames)
+ * @property {number} lookups lookups started in the interval
+ * @property {number} errors lookups that failed in the interval
+ * @property {number} seconds sum of the durations of lookups that ended in the interval
+ * @property {number} queueWaitSeconds the part of them spent waiting for a DNS slot
+ * @property {number} resolveSeconds the rest: resolving
+ * @property {number} queuedLookups those that waited for a slot at all
+ * @property {number} recentLookups lookups that ended in the recent window (60 s by default)
+ * @property {number | null} p50 median duration over the recent window (null without lookups)
+ * @property {number | null} p99 99th percentile over the recent window
+ * @property {number | null} stddev standard deviation over the recent window
+ * @property {number | null} mean mean over the recent window
+ * @property {import('./recent').TailFigures | null} tail the lookups at or above p99
+ * @property {number} maxSeconds longest of them
+ * @property {number} duplicates lookups started while another of the same name was in flight
+ * @property {number} maxInFlight most lookups of this name in flight at once
+ * @property {number} timeouts lookups that waited for at least one resolv.conf timeout
+ * @property {number} inFlight lookups in flight now
+ * @property {number} totalLookups lookups started since the start
+ * @property {ReadonlyArray<{ caller: string, count: number, seconds: number }>} callers sampled calling frames
+ *   ('pkg' or 'file:line'), most frequent first
+ */
+
+/** The figures of one hostname (or of _other), for the sampler's life. */
+class NameFigures {
+  #name;
+  #lookups = 0;
+  #inFlight = 0;
+  /** @type {Map<string, { count: number, seconds: number }>} by caller */
+  #callers = new Map();
+  /** @type {DnsHostDetails['callers'] | null} */
+  #callerList = null;
+  /** @type {Map<string, import('./names').DnsSeries>} the name's series, by error type */
+  #series = new Map();
+  #interval = newInterval(0);
+  #recent;
+  /** @type {DnsHostDetails | null} */
+  #details = null;
+
+  /**
+   * @param {string} name
+   * @param {number} recentMs how far back percentiles reach
+   */
+  constructor(name, recentMs) {
+    this.#name = name;
+    this.#recent = new RecentLookups(RECENT_MAX, recentMs);
+  }
+
+  /** @returns {string} the hostname, lower-cased, or _other */
+  get name() {
+    return this.#name;
+  }
+
+  /** @returns {number} lookups started since the start */
+  get lookups() {
+    return this.#lookups;
+  }
+
+  /**
+   * @param {string} errorType
+   * @returns {import('./names').DnsSeries | undefined} the name's series for this error type
+   */
+  seriesOf(errorType) {
+    return this.#series.get(errorType);
+  }
+
+  /**
+   * @param {string} errorType
+   * @param {import('./names').DnsSeries} series
+   */
+  addSeries(errorType, series) {
+    this.#series.set(errorType, series);
+  }
+
+  /**
+   * A lookup starts. Its caller is counted now (a backlog may hold it for long), timed when it ends.
+   * @param {string | null} caller the caller captured for it, if any
+   */
+  started(caller) {
+    const i = this.#interval;
+    if (this.#inFlight > 0) i.duplicates++;
+    this.#inFlight++;
+    if (this.#inFlight > i.maxInFlight) i.maxInFlight = this.#inFlight;
+    if (caller !== null) {
+      let c = this.#callers.get(caller);
+      if (!c && this.#callers.size < MAX_CALLERS) this.#callers.set(caller, (c = { count: 0, seconds: 0 }));
+      if (c) {
+        c.count++;
+        this.#callerList = null;
+      }
+    }
+    this.#lookups++;
+    i.lookups++;
+  }
+
+  /** A lookup started and then abandoned (the original threw): as if it never started. */
+  abandoned() {
+    this.#inFlight--;
+    this.#lookups--;
+    this.#interval.lookups--;
+  }
+
+  /** A lookup called back. */
+  ended() {
+    this.#inFlight--;
+  }
+
+  /**
+   * An ended lookup's duration, in the interval's figures and the recent lookups.
+   * @param {number} seconds from call to callback
+   * @param {number} waited the part spent waiting for a DNS slot
+   * @param {boolean} failed
+   */
+  record(seconds, waited, failed) {
+    const i = this.#interval;
+    i.seconds += seconds;
+    i.queueWaitSeconds += waited;
+    if (waited > 0) i.queuedLookups++;
+    i.resolveSeconds += seconds - waited;
+    this.#recent.add(Date.now(), seconds, waited);
+    if (seconds > i.maxSeconds) i.maxSeconds = seconds;
+    if (failed) i.errors++;
+  }
+
+  /** The lookup just recorded waited for a resolver timeout. */
+  timedOut() {
+    this.#interval.timeouts++;
+  }
+
+  /**
+   * Adds an ended lookup's duration to its caller's.
+   * @param {string} caller
+   * @param {number} seconds
+   */
+  timeCaller(caller, seconds) {
+    const c = this.#callers.get(caller);
+    if (c) {
+      c.seconds += seconds;
+      this.#callerList = null;
+    }
+  }
+
+  /** @returns {DnsHostDetails} the name's details object, the same for its life */
+  get details() {
+    return this.#details || (this.#details = newDetails(this.#name));
+  }
+
+  /**
+   * Writes the figures of the interval, the totals and the recent lookups' statistics into the
+   * details object.
+   * @param {number} since where the recent window starts (ms since the epoch)
+   */
+  updateDetails(since) {
+    const i = this.#interval;
+    const d = this.details;
+    d.lookups = i.lookups;
+    d.errors = i.errors;
+    d.seconds = i.seconds;
+    d.queueWaitSeconds = i.queueWaitSeconds;
+    d.resolveSeconds = i.resolveSeconds;
+    d.queuedLookups = i.queuedLookups;
+    this.#recent.stats(since, d);
+    d.maxSeconds = i.maxSeconds;
+    d.duplicates = i.duplicates;
+    d.maxInFlight = i.maxInFlight;
+    d.timeouts = i.timeouts;
+    d.inFlight = this.#inFlight;
+    d.totalLookups = this.#lookups;
+    d.callers = this.#callerList || (this.#callerList = callerList(this.#callers));
+  }
+
+  /**
+   * A new interval in place: one interval object per name for its life, and no temporary per name
+   * per sample either.
+   */
+  endInterval() {
+    const i = this.#interval;
+    i.lookups = i.errors = i.seconds = i.queueWaitSeconds = i.resolveSeconds = i.queuedLookups = 0;
+    i.maxSeconds = i.duplicates = i.timeouts = 0;
+    i.maxInFlight = this.#inFlight;
+  }
+}
+
+function newInterval(inFlight) {
+  return { lookups: 0, errors: 0, seconds: 0, queueWaitSeconds: 0, resolveSeconds: 0, queuedLookups: 0, maxSeconds: 0, duplicates: 0, maxInFlight: inFlight, timeouts: 0 };
+}
+
+// The callers of a hostname, most frequent first, frozen: the same list is handed out again until
+// a sampled lookup of that name changes it (at most 20 a second in all), so a sample makes no new
+// objects for the callers of most names.
+function callerList(callers) {
+  const out = [];
+  callers.forEach((c, caller) => out.push(Object.freeze({ caller, count: c.count, seconds: c.seconds })));
+  return Object.freeze(out.sort((a, b) => b.count - a.count));
+}
+
+// A name's details for its life (updateDetails() updates it in place): sealed, so that the agent's
+// deepFreeze leaves it writable, and with every field from the start (mean is null, not absent,
+// while the name has no recent lookup).
+function newDetails(name) {
+  return Object.seal({
+    name, lookups: 0, errors: 0, seconds: 0, queueWaitSeconds: 0, resolveSeconds: 0, queuedLookups: 0,
+    recentLookups: 0, p50: null, p99: null, stddev: null, tail: null,
+    maxSeconds: 0, duplicates: 0, maxInFlight: 0, timeouts: 0, inFlight: 0, totalLookups: 0, callers: NO_CALLERS, mean: null,
+  });
+}
+
+module.exports = { NameFigures };

@@ -1,0 +1,200 @@
+'use strict';
+
+// The DNS sampler's figures by hostname: the table of names (at most maxNames, the rest as
+// _other), each name's counts, interval figures, sampled callers and recent lookups, and the
+// points and details handed to the snapshot. Those are live: one object per series and per name
+// for its life, updated in place at each sample, so a snapshot holds no new object per kept name
+// and nothing per name lives from one sample to the next through V8's scavenges.
+
+const { Histogram } = require('../../core/histogram');
+const { captureCaller } = require('../../core/callers');
+const { DNS_BUCKETS, QUEUE_WAIT_BUCKETS } = require('../../snapshot/catalog');
+const { NameFigures } = require('./name-figures');
+
+/** Where the lookups of names beyond maxNames are counted. */
+const OTHER = '_other';
+
+// Stack captures for caller attribution per sampling interval, beyond the first lookup of each
+// name: bounds the cost at any lookup rate (a capture costs some microseconds).
+const CALLER_SAMPLES_PER_INTERVAL = 20;
+// A lookup this close to k x the resolv.conf timeout waited for k resolver timeouts.
+const TIMEOUT_EARLY_S = 0.05;
+const TIMEOUT_LATE_S = 0.5;
+
+/**
+ * The lookup durations of one name and error type ('' for success), and its point for its life.
+ * @typedef {{ name: string, errorType: string, histogram: Histogram, point: object | null }} DnsSeries
+ */
+
+/** Every name looked up, its series (by error type) and its queue-wait histogram. */
+class Names {
+  #maxNames;
+  #recentMs;
+  #resolver;
+  /** @type {Map<string, NameFigures>} by name */
+  #hosts = new Map();
+  /** @type {Map<string, DnsSeries>} by `${name}\0${errorType}` */
+  #series = new Map();
+  /** @type {Map<string, { histogram: Histogram, point: object | null }>} the wait for a DNS slot, by name */
+  #queueWaits = new Map();
+  // What points() and details() hand out: the same arrays until a series or a name is added.
+  /** @type {object[]} */
+  #pointList = [];
+  /** @type {import('./name-figures').DnsHostDetails[]} */
+  #hostList = [];
+  #callerBudget = CALLER_SAMPLES_PER_INTERVAL;
+
+  /**
+   * @param {object} options
+   * @param {number} options.maxNames distinct hostnames kept; the rest count as _other
+   * @param {number} options.recentMs how far back percentiles reach
+   * @param {() => { timeout: number } | null} options.resolver the resolv.conf in force
+   */
+  constructor({ maxNames, recentMs, resolver }) {
+    this.#maxNames = maxNames;
+    this.#recentMs = recentMs;
+    this.#resolver = resolver;
+  }
+
+  /**
+   * The figures a lookup of this hostname counts in: its own (lower-cased), or _other once
+   * maxNames names are kept.
+   * @param {string} hostname
+   * @returns {NameFigures}
+   */
+  hostFor(hostname) {
+    let name = hostname.toLowerCase();
+    let host = this.#hosts.get(name);
+    if (!host) {
+      if (this.#hosts.size >= this.#maxNames) {
+        name = OTHER;
+        host = this.#hosts.get(OTHER);
+      }
+      if (!host) {
+        host = new NameFigures(name, this.#recentMs);
+        this.#hosts.set(name, host);
+      }
+    }
+    return host;
+  }
+
+  /**
+   * A lookup of this name starts. Its caller is captured for a name's first lookup and, beyond
+   * that, for CALLER_SAMPLES_PER_INTERVAL lookups an interval.
+   * @param {NameFigures} host
+   * @returns {string | null} the caller captured, or null
+   */
+  started(host) {
+    let caller = null;
+    if (host.lookups === 0 || this.#callerBudget > 0) {
+      if (host.lookups !== 0) this.#callerBudget--;
+      caller = captureCaller();
+    }
+    host.started(caller);
+    return caller;
+  }
+
+  /**
+   * A lookup of this name ended (the app is still active).
+   * @param {NameFigures} host
+   * @param {string | null} caller what started() returned
+   * @param {number} seconds from call to callback
+   * @param {number} waited the part spent waiting for a DNS slot
+   * @param {string} errorType '' for a success
+   * @param {boolean} failed
+   */
+  record(host, caller, seconds, waited, errorType, failed) {
+    let s = host.seriesOf(errorType);
+    if (s === undefined) s = this.#addSeries(host, errorType);
+    s.histogram.observe(seconds);
+    let w = this.#queueWaits.get(host.name);
+    if (!w) this.#queueWaits.set(host.name, (w = { histogram: new Histogram(QUEUE_WAIT_BUCKETS), point: null }));
+    w.histogram.observe(waited);
+    host.record(seconds, waited, failed);
+    const conf = this.#resolver();
+    if (conf && resolverTimeouts(seconds, conf.timeout) > 0) host.timedOut();
+    if (caller !== null) host.timeCaller(caller, seconds);
+  }
+
+  /**
+   * A name's series for one error type, found once by its key and then kept with the name: no
+   * key string is built per lookup (it showed in profiles).
+   * @param {NameFigures} host
+   * @param {string} errorType
+   * @returns {DnsSeries}
+   */
+  #addSeries(host, errorType) {
+    const key = `${host.name}\u0000${errorType}`;
+    let s = this.#series.get(key);
+    if (!s) this.#series.set(key, (s = { name: host.name, errorType, histogram: new Histogram(DNS_BUCKETS), point: null }));
+    host.addSeries(errorType, s);
+    return s;
+  }
+
+  /**
+   * One point per series for its life, frozen, whose histogram is the series' live view
+   * (Histogram#view, updated in place here). The list is the same array until a series is added
+   * (series are never removed). forEach rather than for...of over the Maps: code that runs once a
+   * second stays in V8's interpreter, where for...of makes an iterator result per entry.
+   * @returns {object[]} the sampler's points
+   */
+  points() {
+    if (this.#pointList.length !== this.#series.size + this.#queueWaits.size) {
+      const list = (this.#pointList = []);
+      this.#series.forEach((s) => list.push(s.point || (s.point = livePoint('dns.lookup.duration', s.histogram, { 'dns.question.name': s.name, 'error.type': s.errorType }))));
+      this.#queueWaits.forEach((w, name) => list.push(w.point || (w.point = livePoint('nodejs.dns.lookup.queue_wait', w.histogram, { 'dns.question.name': name }))));
+    }
+    this.#series.forEach(updateView);
+    this.#queueWaits.forEach(updateView);
+    return this.#pointList;
+  }
+
+  /**
+   * Every name's details, updated in place (one sealed object per name for its life). The list is
+   * the same array until a name is added (names are never removed).
+   * @returns {import('./name-figures').DnsHostDetails[]}
+   */
+  details() {
+    if (this.#hostList.length !== this.#hosts.size) {
+      const list = (this.#hostList = []);
+      this.#hosts.forEach((host) => list.push(host.details));
+    }
+    const since = Date.now() - this.#recentMs;
+    this.#hosts.forEach((host) => host.updateDetails(since));
+    return this.#hostList;
+  }
+
+  /** Start a new interval: every name's interval figures and the caller budget start over. */
+  endInterval() {
+    this.#hosts.forEach(endInterval);
+    this.#callerBudget = CALLER_SAMPLES_PER_INTERVAL;
+  }
+}
+
+function updateView(s) {
+  s.histogram.view();
+}
+
+function endInterval(host) {
+  host.endInterval();
+}
+
+// A series' point for its life: frozen, with its histogram's live view (updated at each sample).
+function livePoint(name, histogram, attributes) {
+  return Object.freeze({ name, attributes: Object.freeze(attributes), histogram: histogram.view() });
+}
+
+/**
+ * How many resolver timeouts a lookup of this duration waited for: k when it ended just after
+ * k x timeout (glibc resends after each timeout), else 0.
+ * @param {number} seconds
+ * @param {number} timeout resolv.conf timeout in seconds
+ * @returns {number}
+ */
+function resolverTimeouts(seconds, timeout) {
+  if (!(timeout > 0) || seconds < timeout - TIMEOUT_EARLY_S) return 0;
+  const k = Math.round(seconds / timeout);
+  return k >= 1 && seconds >= k * timeout - TIMEOUT_EARLY_S && seconds <= k * timeout + TIMEOUT_LATE_S ? k : 0;
+}
+
+module.exports = { Names, resolverTimeouts };

@@ -1,0 +1,174 @@
+'use strict';
+
+// What happens at the app's dns.lookup call and at its callback: the wrappers of dns.lookup and
+// dns.promises.lookup, and putting them in the dns module (and taking them out). The figures are
+// kept elsewhere: a wrapper only calls its tracker when a lookup starts, ends or is abandoned.
+//
+// net, http, https, fetch (undici) and dgram all read dns.lookup from the dns module at call
+// time, so wrapping dns.lookup and dns.promises.lookup covers them; syncBuiltinESMExports() makes
+// `import { lookup } from 'node:dns'` see the wrapper too. Calls that never reach getaddrinfo (an
+// IP literal, an empty name) are not lookups and are not tracked.
+//
+// The wrappers must be invisible to the app: the same return values, the same synchronous throws
+// for bad arguments, the same length, name and own symbols (dns.lookup's customPromisifyArgs makes
+// util.promisify(dns.lookup) resolve { address, family }), and no change to how a rejection nobody
+// handles is reported. The tracker runs inside the app's call, so each call of it is guarded: a
+// failure there is reported and the lookup goes on untimed. Invalid arguments make Node throw
+// synchronously: that is no lookup, so it is not tracked.
+
+const { syncBuiltinESMExports } = require('module');
+const { reportError } = require('../../core/errors');
+
+/**
+ * What a wrapper calls. started() returns the lookup's context, handed back to record() or
+ * abandoned(); each is called without `this`.
+ * @typedef {object} LookupTracker
+ * @property {(hostname: string) => object} started a lookup is about to go to the original
+ * @property {(ctx: object, err: Error | null) => void} record it called back (or settled)
+ * @property {(ctx: object) => void} abandoned the original threw: there will be no callback
+ */
+
+/**
+ * The part of the dns module that is wrapped.
+ * @typedef {{ lookup: Function, promises?: { lookup: Function } }} DnsModule
+ */
+
+/** dns.lookup and dns.promises.lookup replaced by their wrappers, until restore(). */
+class DnsWrappers {
+  #dns;
+  #lookup;
+  #wrapped;
+  #promises;
+  #promisesLookup;
+  #wrappedPromises;
+
+  /**
+   * Wraps dns.lookup and dns.promises.lookup in place.
+   * @param {DnsModule} dns the dns module
+   * @param {LookupTracker} tracker
+   */
+  constructor(dns, tracker) {
+    this.#dns = dns;
+    this.#lookup = dns.lookup;
+    this.#wrapped = wrapCallbackLookup(this.#lookup, tracker);
+    dns.lookup = this.#wrapped;
+    const promises = (this.#promises = dns.promises);
+    this.#promisesLookup = promises && promises.lookup;
+    this.#wrappedPromises = this.#promisesLookup && wrapPromiseLookup(this.#promisesLookup, tracker);
+    if (this.#wrappedPromises) promises.lookup = this.#wrappedPromises;
+    syncBuiltinESMExports();
+  }
+
+  /** @returns {Function} dns.lookup as it was before the wrapper */
+  get original() {
+    return this.#lookup;
+  }
+
+  /**
+   * Puts the originals back unless someone wrapped over us; then our wrapper stays in their chain
+   * and just passes calls through.
+   */
+  restore() {
+    const dns = this.#dns;
+    if (dns.lookup === this.#wrapped) dns.lookup = this.#lookup;
+    if (this.#wrappedPromises && this.#promises.lookup === this.#wrappedPromises) this.#promises.lookup = this.#promisesLookup;
+    syncBuiltinESMExports();
+  }
+}
+
+// net is loaded at the first lookup, not by the preload (it costs ~2 ms to load).
+let isIP = null;
+
+function isLookupOf(hostname) {
+  if (typeof hostname !== 'string' || hostname === '') return false;
+  // An IPv4 literal starts with a digit and an IPv6 one has a colon (net.isIPv4/isIPv6): other
+  // names skip net.isIP, whose IPv6 regular expression was a tenth of the wrapper's cost.
+  const c = hostname.charCodeAt(0);
+  if ((c < 48 || c > 57) && !hostname.includes(':')) return true;
+  if (isIP === null) isIP = require('net').isIP;
+  return isIP(hostname) === 0;
+}
+
+/**
+ * dns.lookup, timed. Lookups go through the original, with the app's arguments and `this`.
+ * @param {Function} original
+ * @param {LookupTracker} tracker
+ * @returns {Function}
+ */
+function wrapCallbackLookup(original, tracker) {
+  const lookup = function lookup(hostname, options, callback) {
+    const cb = typeof options === 'function' ? options : callback;
+    if (typeof cb !== 'function' || !isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
+    const ctx = guarded(tracker.started, hostname);
+    if (ctx === undefined) return Reflect.apply(original, this, arguments);
+    const done = function (err) {
+      guarded(tracker.record, ctx, err);
+      return Reflect.apply(cb, this, arguments);
+    };
+    const args = Array.prototype.slice.call(arguments);
+    args[typeof options === 'function' ? 1 : 2] = done;
+    try {
+      return Reflect.apply(original, this, args);
+    } catch (err) {
+      guarded(tracker.abandoned, ctx);
+      throw err;
+    }
+  };
+  return lookAlike(lookup, original);
+}
+
+/**
+ * dns.promises.lookup, timed. Returns a promise derived from the original's: it settles the same
+ * way one tick later, and when it rejects and nobody handles it, Node reports that unhandled
+ * rejection exactly as it would have reported the original's (uvscope's handler sits on the
+ * original promise, never on the one the caller holds).
+ * @param {Function} original
+ * @param {LookupTracker} tracker
+ * @returns {Function}
+ */
+function wrapPromiseLookup(original, tracker) {
+  const lookup = function lookup(hostname) {
+    if (!isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
+    const ctx = guarded(tracker.started, hostname);
+    if (ctx === undefined) return Reflect.apply(original, this, arguments);
+    let promise;
+    try {
+      promise = Reflect.apply(original, this, arguments);
+    } catch (err) {
+      guarded(tracker.abandoned, ctx);
+      throw err;
+    }
+    return promise.then((value) => {
+      guarded(tracker.record, ctx, null);
+      return value;
+    }, (err) => {
+      guarded(tracker.record, ctx, err);
+      throw err;
+    });
+  };
+  return lookAlike(lookup, original);
+}
+
+// The wrapper takes the original's length, name and own symbols.
+function lookAlike(wrapper, original) {
+  for (const key of ['length', 'name']) {
+    const d = Object.getOwnPropertyDescriptor(original, key);
+    if (d) Object.defineProperty(wrapper, key, d);
+  }
+  for (const sym of Object.getOwnPropertySymbols(original)) {
+    Object.defineProperty(wrapper, sym, Object.getOwnPropertyDescriptor(original, sym));
+  }
+  return wrapper;
+}
+
+// Calls the tracker; never throws. undefined when it failed.
+function guarded(fn, a, b) {
+  try {
+    return fn(a, b);
+  } catch (err) {
+    reportError('sampler:dns', err);
+    return undefined;
+  }
+}
+
+module.exports = { DnsWrappers, wrapCallbackLookup };
