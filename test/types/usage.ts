@@ -136,8 +136,10 @@ function readPoint(p: Point): number {
   if (p.value !== undefined) return p.value;
   const h: HistogramData | undefined = p.histogram;
   if (!h) return 0;
-  const overflow: number = h.counts[h.counts.length - 1];
-  return h.sum / Math.max(1, h.count) + h.bounds.length * 0 + overflow * 0;
+  // Per-bucket counts, one more than the bounds: the last is the +Inf bucket.
+  const overflow: number = h.counts[h.bounds.length];
+  void overflow;
+  return h.sum / Math.max(1, h.count);
 }
 
 function readDnsHost(host: DnsHostDetails): number {
@@ -206,7 +208,8 @@ function readFinding(f: Finding): string {
 
 function readSnapshot(s: Snapshot): number {
   const when: Date = new Date(s.time);
-  let n = s.intervalMs + when.getTime() * 0;
+  void when;
+  let n = s.intervalMs;
   for (const p of s.points) n += readPoint(p);
   n += readDetails(s.details);
   for (const f of s.findings) readFinding(f);
