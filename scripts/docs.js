@@ -25,7 +25,7 @@ const { instrumentOf } = require('../exporters/otlp/instruments');
 const ROOT = path.join(__dirname, '..');
 const BLOCK = /(<!-- generated: ([^>]*?) -->\n)([\s\S]*?)(<!-- \/generated -->)/g;
 
-// The README's metric sections. A metric belongs to the first group whose test it passes; a
+// The metric sections of docs/metrics.md. A metric belongs to the first group whose test it passes; a
 // metric in no group fails test/scripts/docs.test.js (add it to a group, or a group here).
 const GROUPS = Object.freeze([
   ['handles', (n) => /^nodejs\.uv\.(handles|requests)\./.test(n)],
@@ -38,7 +38,7 @@ const GROUPS = Object.freeze([
 ]);
 
 /**
- * The README group of a metric, or undefined.
+ * The docs/metrics.md group of a metric, or undefined.
  * @param {string} name canonical name
  */
 function groupOf(name) {
@@ -54,7 +54,7 @@ function table(header, rows) {
   return [row(header), row(header.map(() => '---')), ...rows.map(row)].join('\n') + '\n';
 }
 
-/** README: one section's metrics with their Prometheus names. */
+/** docs/metrics.md: one section's metrics with their Prometheus names. */
 function metricsTable(group) {
   if (!GROUPS.some(([g]) => g === group)) throw new Error(`no metric group ${group}`);
   const rows = CATALOG.filter((m) => groupOf(m.name) === group).map((m) => {
@@ -100,7 +100,7 @@ function otlpLeftOut() {
   return `Pre-bucketed histograms left out: ${names.join(', ')}.\n`;
 }
 
-/** README: every process warning code. */
+/** docs/settings.md: every process warning code. */
 function warningsTable() {
   return table(['code', 'meaning'], Object.values(WARNINGS).map((w) => [code(w.code), w.meaning]));
 }
@@ -138,7 +138,7 @@ function files() {
 
 /**
  * What differs from the code: generated blocks whose text is not what the code gives, catalog
- * metrics in no README group, and README groups without a block.
+ * metrics in no group, and groups without a block in docs/metrics.md.
  * @returns {string[]} one line per problem; empty when the docs match
  */
 function check() {
@@ -151,9 +151,10 @@ function check() {
       if (b.before !== b.after) problems.push(`${file}: the "${b.name}" table differs from the code; run node scripts/docs.js`);
     }
   }
-  for (const m of CATALOG) if (!groupOf(m.name)) problems.push(`lib/snapshot/catalog.js: ${m.name} is in no README group (scripts/docs.js GROUPS)`);
-  for (const [g] of GROUPS) if (!specs.has(`README.md: metrics ${g}`)) problems.push(`README.md: no "metrics ${g}" table`);
-  for (const s of ['README.md: warnings', path.join('docs', 'datadog.md') + ': datadog', path.join('docs', 'opentelemetry.md') + ': otlp']) {
+  for (const m of CATALOG) if (!groupOf(m.name)) problems.push(`lib/snapshot/catalog.js: ${m.name} is in no metrics group (scripts/docs.js GROUPS)`);
+  const metricsPage = path.join('docs', 'metrics.md');
+  for (const [g] of GROUPS) if (!specs.has(`${metricsPage}: metrics ${g}`)) problems.push(`${metricsPage}: no "metrics ${g}" table`);
+  for (const s of [path.join('docs', 'settings.md') + ': warnings', path.join('docs', 'datadog.md') + ': datadog', path.join('docs', 'opentelemetry.md') + ': otlp']) {
     if (!specs.has(s)) problems.push(`${s.replace(': ', ': no "')}" table`);
   }
   return problems;

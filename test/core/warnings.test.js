@@ -41,8 +41,8 @@ describe('warnings: every UVSCOPE_* warning code in one table', () => {
     assert.deepEqual(Object.keys(WARNINGS).filter((k) => !used.has(k)), []);
   });
 
-  it('README.md lists every code', () => {
-    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  it('docs/settings.md lists every code', () => {
+    const readme = fs.readFileSync(path.join(ROOT, 'docs', 'settings.md'), 'utf8');
     assert.deepEqual(Object.values(WARNINGS).map((w) => w.code).filter((c) => !readme.includes(`\`${c}\``)), []);
   });
 

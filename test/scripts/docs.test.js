@@ -25,8 +25,8 @@ describe('scripts/docs: the tables in README.md and docs/ are the catalog\'s', (
     assert.deepEqual(check(), []);
   });
 
-  it('README: every catalog metric in exactly one table, with its Prometheus name, type and unit', () => {
-    const readme = rows(read('README.md'), 'metrics');
+  it('docs/metrics.md: every catalog metric in exactly one table, with its Prometheus name, type and unit', () => {
+    const readme = rows(read('docs/metrics.md'), 'metrics');
     assert.deepEqual(readme.map((r) => r[1]).sort(), CATALOG.map((m) => `\`${m.name}\``).sort());
     for (const m of CATALOG) {
       const r = readme.find((x) => x[1] === `\`${m.name}\``);
@@ -46,7 +46,7 @@ describe('scripts/docs: the tables in README.md and docs/ are the catalog\'s', (
     assert.throws(() => render('<!-- generated: nonsense -->\n<!-- /generated -->'), /unknown generated block "nonsense"/);
   });
 
-  it('a metric whose name fits no README section is reported, not dropped', () => {
+  it('a metric whose name fits no section of docs/metrics.md is reported, not dropped', () => {
     assert.equal(groupOf('nodejs.uv.threadpool.busy'), 'threadpool');
     assert.equal(groupOf('dns.lookup.queue_wait'), 'dns');
     assert.equal(groupOf('somewhere.else'), undefined);
