@@ -203,7 +203,7 @@ async function createOtlpReceiver({ transport = 'http', port = 0, hang = false }
     waitFor(predicate, timeoutMs = 10000) {
       return new Promise((resolve, reject) => {
         const check = () => {
-          let ok = false;
+          let ok;
           try {
             ok = predicate(this);
           } catch {
