@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 const { tagsOf } = require('./series');
@@ -28,7 +29,7 @@ function sampleRate(budget, n) {
  *
  * @param {object} options
  * @param {{distribution: Function}} options.sink
- * @param {import('../../lib/metrics').MetricDef} options.def the catalog entry (with perEvent)
+ * @param {import('../../lib/snapshot/catalog').MetricDef} options.def the catalog entry (with perEvent)
  * @param {import('diagnostics_channel').Channel} options.channel its channel (lib/core/channels.js)
  * @param {number} options.maxPerSecond
  * @param {() => number} [options.now]

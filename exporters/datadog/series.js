@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 const { CATALOG, shortName } = require('../../lib/snapshot/catalog');
@@ -9,7 +10,7 @@ const BY_NAME = new Map(CATALOG.map((m) => [m.name, m]));
  * 'distribution' one value per event (def.perEvent: exporters/datadog/lookups.js), null when its
  * interval gauges carry it (def.intervalGauges), 'counts' a histogram's count and sum, else
  * 'count' (counters) or 'gauge'.
- * @param {import('../../lib/metrics').MetricDef} def
+ * @param {import('../../lib/snapshot/catalog').MetricDef} def
  * @returns {'distribution'|'counts'|'count'|'gauge'|null}
  */
 function sendAs(def) {
@@ -93,6 +94,7 @@ function createSeriesFlusher({ sink, eventLoop }) {
  * @returns {{ name: string, type: 'g'|'c'|'d', from: string }[]}
  */
 function sentMetrics() {
+  /** @type {{ name: string, type: 'g'|'c'|'d', from: string }[]} */
   const out = [];
   for (const m of CATALOG) {
     const as = sendAs(m);

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 // @opentelemetry/api 1.x keeps its globals in one object on globalThis under this symbol, shared

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 const { CATALOG, eventObservation } = require('../../lib/snapshot/catalog');
@@ -23,7 +24,7 @@ const FINAL_FLUSH_MARGIN_MS = 250;
  * code), and a global provider that appears later still wins: uvscope flushes and closes its own
  * provider and moves its instruments to the app's. Every lookup and every queue-wait probe is
  * recorded as one histogram observation.
- * @param {import('../../lib/exporters').ExporterContext} context
+ * @param {import('../index').ExporterContext} context
  * @returns {{ name: string, export(snapshot: object): void, close(): Promise<void>, readonly mode: string|null }}
  */
 function createExporter(context) {

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 const path = require('path');
@@ -18,7 +19,7 @@ const SCOPE_VERSION = require('../../package.json').version;
  *   Prometheus keeps the histograms);
  * - what @opentelemetry/instrumentation-runtime-node exports too (def.runtimeMetrics) is left out
  *   next to it, so no name is exported twice on one provider.
- * @param {import('../../lib/metrics').MetricDef} def
+ * @param {import('../../lib/snapshot/catalog').MetricDef} def
  * @param {{ runtimeMetrics: boolean }} options false: runtime-node's metrics are left out
  * @returns {'histogram'|'observableCounter'|'observableGauge'|null}
  */

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 // Every diagnostics channel uvscope publishes or subscribes to, with the shape of its messages,

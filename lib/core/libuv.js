@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 // libuv's own rules, in one place for samplers, findings and exporters alike.

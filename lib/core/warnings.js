@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 // Every process warning uvscope emits, in one table (as undici keeps its error codes in
