@@ -152,4 +152,4 @@ function createUdsStream(path, unixDgram) {
   });
 }
 
-module.exports = { createSink, UDP_MAX_BYTES, UDS_MAX_BYTES };
+module.exports = { createSink };

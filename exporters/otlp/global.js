@@ -23,4 +23,4 @@ function globalMeterProvider() {
   return provider && typeof provider.getMeter === 'function' ? provider : undefined;
 }
 
-module.exports = { globalMeterProvider, API_GLOBAL };
+module.exports = { globalMeterProvider };

@@ -242,4 +242,4 @@ function serveMetrics(endpoint, latest, contentType, req, res) {
   );
 }
 
-module.exports = { createExporter, prometheusName, renderText, writeTextSliced };
+module.exports = { createExporter, prometheusName, renderText };

@@ -94,4 +94,4 @@ function bucketIndex(bounds, value) {
   return lo;
 }
 
-module.exports = { Histogram, bucketIndex };
+module.exports = { Histogram };
