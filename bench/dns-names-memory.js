@@ -42,6 +42,7 @@
 const path = require('path');
 const { spawnInNamespace, resolvConf, namespaceSupport } = require('../support/namespace');
 const { createDnsServer } = require('../support/dns-server');
+const { childOutput } = require('../support/processes');
 
 const REPO = path.resolve(__dirname, '..');
 const APP = path.join(__dirname, 'fixtures', 'names-app.js');
@@ -64,7 +65,7 @@ function parseArgs(argv) {
   return opts;
 }
 
-function runChild({ names, withAgent, opts, maxNames }) {
+async function runChild({ names, withAgent, opts, maxNames }) {
   const keep = maxNames || opts.maxNames || (names <= 1000 ? names : null);
   const env = {
     NAMES: String(names),
@@ -77,23 +78,12 @@ function runChild({ names, withAgent, opts, maxNames }) {
   for (const k of Object.keys(process.env)) if (k.startsWith('UVSCOPE_') && !(k in env)) env[k] = '';
   const young = opts.semiSpace ? [`--min-semi-space-size=${opts.semiSpace}`, `--max-semi-space-size=${opts.semiSpace}`] : [];
   const args = ['--expose-gc', ...young, ...(opts.traceGc ? ['--trace-gc-nvp'] : []), ...(withAgent ? ['--require', path.join(REPO, 'register.js')] : []), APP];
-  return new Promise((resolve, reject) => {
-    const child = spawnInNamespace({ resolvConf: resolvConf({ nameserver: NAMESERVER }), args, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    const watchdog = setTimeout(() => {
-      process.kill(child.pid, 'SIGKILL');
-      reject(new Error(`child (names ${names}, agent ${withAgent}) overran\n${err}`));
-    }, (opts.seconds + 120) * 1000);
-    child.on('close', (code) => {
-      clearTimeout(watchdog);
-      if (code !== 0) return reject(new Error(`child exited ${code}: ${err}`));
-      if (opts.traceGc) require('fs').writeFileSync(path.join(opts.traceGc, `gc-${names}-${withAgent ? `agent-${keep || 100}` : 'without'}.log`), out);
-      resolve(JSON.parse(out.trim().split('\n').pop()));
-    });
-  });
+  const child = spawnInNamespace({ resolvConf: resolvConf({ nameserver: NAMESERVER }), args, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const { code, stdout, stderr, timedOut } = await childOutput(child, (opts.seconds + 120) * 1000);
+  if (timedOut) throw new Error(`child (names ${names}, agent ${withAgent}) overran\n${stderr}`);
+  if (code !== 0) throw new Error(`child exited ${code}: ${stderr}`);
+  if (opts.traceGc) require('fs').writeFileSync(path.join(opts.traceGc, `gc-${names}-${withAgent ? `agent-${keep || 100}` : 'without'}.log`), stdout);
+  return JSON.parse(stdout.trim().split('\n').pop());
 }
 
 const mib = (b) => `${(b / 1048576).toFixed(1)} MiB`;

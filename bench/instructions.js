@@ -25,7 +25,7 @@ const fs = require('fs');
 const os = require('os');
 const http = require('http');
 const { spawn, execFileSync } = require('child_process');
-const { cleanEnv, firstLine, stopChild, watchdog } = require('../support/processes');
+const { cleanEnv, firstLine, stopChild, Children, watchdog } = require('../support/processes');
 
 const REPO = path.resolve(__dirname, '..');
 const REGISTER = path.join(REPO, 'register.js');
@@ -67,7 +67,7 @@ function hasValgrind() {
   }
 }
 
-const children = new Set();
+const children = new Children();
 
 /** Requests one at a time on the agent's one keep-alive connection. */
 async function serve(port, n, agent) {
@@ -87,8 +87,7 @@ async function measure(variant, opts, dir) {
   const env = cleanEnv(variant.env || {});
   const args = ['--tool=callgrind', '--separate-threads=yes', '--smc-check=all-non-file', `--callgrind-out-file=${out}`,
     process.execPath, ...(variant.env ? ['--require', REGISTER] : []), SERVER];
-  const child = spawn('valgrind', args, { env, stdio: ['ignore', 'pipe', 'ignore'] });
-  children.add(child);
+  const child = children.track(spawn('valgrind', args, { env, stdio: ['ignore', 'pipe', 'ignore'] }));
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   try {
     const port = Number(await firstLine(child, `${variant.name} server`));
@@ -99,7 +98,6 @@ async function measure(variant, opts, dir) {
   } finally {
     agent.destroy();
     await stopChild(child);
-    children.delete(child);
   }
   // One file per thread for the dump (out.<dump>-<thread>); thread 01 is the main thread.
   const files = fs.readdirSync(dir).filter((f) => f.startsWith(`callgrind.${variant.name}.`)).sort();
@@ -151,6 +149,6 @@ async function main() {
 
 main().catch((err) => {
   console.error(err.stack);
-  for (const c of children) try { process.kill(c.pid, 'SIGKILL'); } catch { /* gone */ }
+  children.killAll();
   process.exit(1);
 });

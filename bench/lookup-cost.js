@@ -28,7 +28,7 @@
 const path = require('path');
 const { spawn } = require('child_process');
 const { median, machine } = require('./fixtures/stats');
-const { watchdog } = require('../support/processes');
+const { scrubEnv, childOutput, watchdog } = require('../support/processes');
 
 const REPO = path.resolve(__dirname, '..');
 const REGISTER = path.join(REPO, 'register.js');
@@ -58,36 +58,17 @@ function parseArgs(argv) {
   return opts;
 }
 
-function cleanEnv(extra) {
-  const env = { ...process.env };
-  delete env.NODE_OPTIONS;
-  for (const k of Object.keys(env)) if (k.startsWith('UVSCOPE_')) delete env[k];
-  return { ...env, ...extra };
-}
-
 /** Collect one child's JSON line; the child ends on its own, or is killed by pid on timeout. */
-function collect(child, timeoutMs) {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    const timer = setTimeout(() => {
-      try { process.kill(child.pid, 'SIGKILL'); } catch { /* gone */ }
-    }, timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      const line = out.trim().split('\n').pop();
-      if (code !== 0 || !line) reject(new Error(`lookup-loop exited with ${code}: ${err}`));
-      else resolve(JSON.parse(line));
-    });
-  });
+async function collect(child, timeoutMs) {
+  const { code, stdout, stderr } = await childOutput(child, timeoutMs);
+  const line = stdout.trim().split('\n').pop();
+  if (code !== 0 || !line) throw new Error(`lookup-loop exited with ${code}: ${stderr}`);
+  return JSON.parse(line);
 }
 
 function runChild(row, withAgent, opts, ns) {
   const args = withAgent ? ['--require', REGISTER, LOOP] : [LOOP];
-  const env = cleanEnv({
+  const env = scrubEnv({
     LOOKUP_NAME: row.name,
     LOOKUP_CONCURRENCY: String(opts.concurrency),
     LOOKUP_MS: String(opts.ms),

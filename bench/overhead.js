@@ -26,7 +26,7 @@ const os = require('os');
 const http = require('http');
 const { spawn } = require('child_process');
 const autocannon = require('autocannon');
-const { freePort, stopChild, watchdog } = require('../support/processes');
+const { scrubEnv, freePort, stopChild, serverPort, Children, watchdog } = require('../support/processes');
 
 const REPO = path.resolve(__dirname, '..');
 const REGISTER = path.join(REPO, 'register.js');
@@ -51,41 +51,14 @@ function parseArgs(argv) {
 }
 
 
-const children = new Set();
+const children = new Children();
 
 /** Start the hello server (with or without the agent); resolves { child, port } once it listens. */
-function startServer(withAgent, metricsPort) {
-  const env = { ...process.env };
-  // Nothing inherited may load the agent (or anything else) into the "without" server.
-  delete env.NODE_OPTIONS;
-  for (const k of Object.keys(env)) if (k.startsWith('UVSCOPE_')) delete env[k];
-  if (withAgent) {
-    env.UVSCOPE_EXPORTERS = 'prometheus';
-    env.UVSCOPE_PROMETHEUS_PORT = String(metricsPort);
-  }
+async function startServer(withAgent, metricsPort) {
+  const env = scrubEnv(withAgent ? { UVSCOPE_EXPORTERS: 'prometheus', UVSCOPE_PROMETHEUS_PORT: String(metricsPort) } : {});
   const args = withAgent ? ['--require', REGISTER, SERVER, '0'] : [SERVER, '0'];
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => fail(new Error('server did not print its port within 10 s')), 10000);
-    function fail(err) {
-      clearTimeout(timer);
-      stopServer(child).finally(() => reject(err));
-    }
-    child.once('exit', (code, signal) => fail(new Error(`server exited early (code ${code}, signal ${signal})`)));
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      const m = /^(\d+)\n/.exec(out);
-      if (!m) return;
-      clearTimeout(timer);
-      child.removeAllListeners('exit');
-      child.once('exit', () => children.delete(child));
-      child.stdout.resume();
-      resolve({ child, port: Number(m[1]) });
-    });
-  });
+  const child = children.track(spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'inherit'] }));
+  return { child, port: await serverPort(child) };
 }
 
 /** SIGTERM by pid, SIGKILL after 5 s. */
@@ -225,9 +198,7 @@ async function main() {
 }
 
 function cleanupAndExit(code) {
-  for (const child of children) {
-    try { process.kill(child.pid, 'SIGKILL'); } catch { /* gone */ }
-  }
+  children.killAll();
   process.exit(code);
 }
 

@@ -35,7 +35,7 @@ const path = require('path');
 const dgram = require('dgram');
 const { spawn, spawnSync } = require('child_process');
 const { median, machine } = require('./fixtures/stats');
-const { stopChild, processCpuNs, watchdog } = require('../support/processes');
+const { scrubEnv, stopChild, serverPort, Children, processCpuNs, watchdog } = require('../support/processes');
 
 const REPO = path.resolve(__dirname, '..');
 const REGISTER = path.join(REPO, 'register.js');
@@ -99,11 +99,11 @@ function variants(ports) {
   ];
 }
 
+// No setting of uvscope's or the peers' leaks in; dd-trace sends no telemetry and polls no remote
+// configuration.
 function cleanEnv(extra) {
-  const env = { ...process.env };
-  delete env.NODE_OPTIONS;
-  for (const k of Object.keys(env)) if (k.startsWith('UVSCOPE_') || k.startsWith('DD_') || k.startsWith('OTEL_')) delete env[k];
-  return { ...env, DD_INSTRUMENTATION_TELEMETRY_ENABLED: 'false', DD_REMOTE_CONFIGURATION_ENABLED: 'false', ...extra };
+  const extraWithDd = { DD_INSTRUMENTATION_TELEMETRY_ENABLED: 'false', DD_REMOTE_CONFIGURATION_ENABLED: 'false', ...extra };
+  return scrubEnv(extraWithDd, (k) => k.startsWith('UVSCOPE_') || k.startsWith('DD_') || k.startsWith('OTEL_'));
 }
 
 function rssMB(pid) {
@@ -112,41 +112,19 @@ function rssMB(pid) {
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const children = new Set();
+const children = new Children();
 
-function track(child) {
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  return child;
-}
-
-function startServer(variant) {
+async function startServer(variant) {
   const args = ['-c', SERVER_CPU, process.execPath];
   for (const p of variant.preloads) args.push('--require', p);
   args.push(SERVER, '0');
   const started = process.hrtime.bigint();
   // taskset execs node: the child's pid is the server's.
-  const child = track(spawn('taskset', args, { env: cleanEnv(variant.env), stdio: ['ignore', 'pipe', 'pipe'] }));
+  const child = children.track(spawn('taskset', args, { env: cleanEnv(variant.env), stdio: ['ignore', 'pipe', 'pipe'] }));
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => fail(new Error(`${variant.id}: no port within 20 s\n${stderr}`)), 20000);
-    function fail(err) {
-      clearTimeout(timer);
-      stopServer(child).finally(() => reject(err));
-    }
-    child.once('exit', (code, signal) => fail(new Error(`${variant.id}: server exited early (${code}, ${signal})\n${stderr}`)));
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /^(\d+)\n/.exec(out);
-      if (!m) return;
-      clearTimeout(timer);
-      child.removeAllListeners('exit');
-      track(child);
-      resolve({ child, port: Number(m[1]), startupMs: Number(process.hrtime.bigint() - started) / 1e6, stderr: () => stderr });
-    });
-  });
+  const port = await serverPort(child, { name: `${variant.id} server`, timeoutMs: 20000, detail: () => `\n${stderr}` });
+  return { child, port, startupMs: Number(process.hrtime.bigint() - started) / 1e6, stderr: () => stderr };
 }
 
 /** SIGTERM by pid, SIGKILL after 5 s. */
@@ -156,7 +134,7 @@ function stopServer(child) {
 
 function runLoad(port, seconds, opts) {
   const env = cleanEnv({ LOAD_URL: `http://127.0.0.1:${port}/`, LOAD_SECONDS: String(seconds), LOAD_RATE: String(opts.rate), LOAD_CONNECTIONS: String(opts.connections) });
-  const child = track(spawn('taskset', ['-c', LOAD_CPU, process.execPath, LOAD], { env, stdio: ['ignore', 'pipe', 'inherit'] }));
+  const child = children.track(spawn('taskset', ['-c', LOAD_CPU, process.execPath, LOAD], { env, stdio: ['ignore', 'pipe', 'inherit'] }));
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (d) => (out += d));
@@ -302,9 +280,7 @@ async function main() {
 if (require.main === module) {
   main().catch((err) => {
     console.error(err);
-    for (const c of children) {
-      try { process.kill(c.pid, 'SIGKILL'); } catch { /* gone */ }
-    }
+    children.killAll();
     process.exit(1);
   });
 }

@@ -18,6 +18,7 @@ const path = require('path');
 const { spawn } = require('child_process');
 const { spawnInNamespace, resolvConf, namespaceSupport } = require('../support/namespace');
 const { createDnsServer } = require('../support/dns-server');
+const { scrubEnv, childOutput } = require('../support/processes');
 
 const REPO = path.resolve(__dirname, '..');
 const APP = path.join(__dirname, 'fixtures', 'soak-app.js');
@@ -34,29 +35,18 @@ function parseArgs(argv) {
   return opts;
 }
 
-function runChild(withAgent, opts, namespace) {
-  const env = { ...process.env, RATE: String(opts.rate), SECONDS_TOTAL: String(opts.seconds), NAMES: String(namespace ? opts.names : 0), UVSCOPE_PROMETHEUS_PORT: '0' };
-  delete env.NODE_OPTIONS;
+async function runChild(withAgent, opts, namespace) {
+  // The shell's UVSCOPE_* settings pass through: only NODE_OPTIONS is dropped.
+  const env = scrubEnv({ RATE: String(opts.rate), SECONDS_TOTAL: String(opts.seconds), NAMES: String(namespace ? opts.names : 0), UVSCOPE_PROMETHEUS_PORT: '0' }, () => false);
   const args = ['--expose-gc', ...(withAgent ? ['--require', path.join(REPO, 'register.js')] : []), APP];
   const child = namespace
     ? spawnInNamespace({ resolvConf: resolvConf({ nameserver: NAMESERVER }), args, env, stdio: ['ignore', 'pipe', 'pipe'] })
     : spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    const watchdog = setTimeout(() => {
-      process.kill(child.pid, 'SIGKILL');
-      reject(new Error(`soak child overran\n${err}`));
-    }, (opts.seconds + 60) * 1000);
-    child.on('close', (code) => {
-      clearTimeout(watchdog);
-      if (code !== 0) return reject(new Error(`soak child exited ${code}: ${err}`));
-      const lines = out.trim().split('\n').map((l) => JSON.parse(l));
-      resolve({ series: lines.filter((l) => !l.done), totals: lines.find((l) => l.done) });
-    });
-  });
+  const { code, stdout, stderr, timedOut } = await childOutput(child, (opts.seconds + 60) * 1000);
+  if (timedOut) throw new Error(`soak child overran\n${stderr}`);
+  if (code !== 0) throw new Error(`soak child exited ${code}: ${stderr}`);
+  const lines = stdout.trim().split('\n').map((l) => JSON.parse(l));
+  return { series: lines.filter((l) => !l.done), totals: lines.find((l) => l.done) };
 }
 
 /** Least-squares slope of y over t (per second). */

@@ -18,7 +18,7 @@
 const path = require('path');
 const { spawnSync } = require('child_process');
 const { median, quantile, machine } = require('./fixtures/stats');
-const { watchdog } = require('../support/processes');
+const { scrubEnv, watchdog } = require('../support/processes');
 
 const REPO = path.resolve(__dirname, '..');
 const REGISTER = path.join(REPO, 'register.js');
@@ -48,13 +48,6 @@ function parseArgs(argv) {
   return opts;
 }
 
-function cleanEnv() {
-  const env = { ...process.env };
-  delete env.NODE_OPTIONS;
-  for (const k of Object.keys(env)) if (k.startsWith('UVSCOPE_')) delete env[k];
-  return env;
-}
-
 /**
  * One child: wall ms (measured here), CPU ms and maxRSS KB (from the child).
  * @param {string[]} preloads
@@ -78,7 +71,7 @@ function runOnce(preloads, env) {
  * @returns {object} medians and spreads
  */
 function measure(opts) {
-  const env = cleanEnv();
+  const env = scrubEnv();
   const withEnv = { ...env, UVSCOPE_EXPORTERS: opts.exporters, UVSCOPE_PROMETHEUS_PORT: '0' };
   runOnce([], env); // warm the file cache
   runOnce([REGISTER], withEnv);

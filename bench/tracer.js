@@ -17,7 +17,7 @@
 const path = require('path');
 const os = require('os');
 const { spawn } = require('child_process');
-const { stopChild, processCpuNs } = require('../support/processes');
+const { scrubEnv, stopChild, serverPort, Children, processCpuNs, watchdog } = require('../support/processes');
 const autocannon = require('autocannon');
 
 const REPO = path.resolve(__dirname, '..');
@@ -43,32 +43,14 @@ function parseArgs(argv) {
   return opts;
 }
 
-const children = new Set();
+const children = new Children();
 
-function startServer(variant) {
-  const env = { ...process.env };
-  delete env.NODE_OPTIONS;
-  for (const k of Object.keys(env)) if (k.startsWith('UVSCOPE_')) delete env[k];
+async function startServer(variant) {
   // No endpoint: nothing scrapes during the load; the agent still samples every second.
-  if (variant.env) Object.assign(env, variant.env, { UVSCOPE_EXPORTERS: 'none' });
+  const env = scrubEnv(variant.env ? { ...variant.env, UVSCOPE_EXPORTERS: 'none' } : {});
   const args = variant.env ? ['--require', REGISTER, SERVER] : [SERVER];
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error('server did not print its port within 10 s')), 10000);
-    child.once('exit', (code) => reject(new Error(`server exited early (${code})`)));
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      const m = /^(\d+)\n/.exec(out);
-      if (!m) return;
-      clearTimeout(timer);
-      child.removeAllListeners('exit');
-      child.stdout.resume();
-      resolve({ child, port: Number(m[1]) });
-    });
-  });
+  const child = children.track(spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'inherit'] }));
+  return { child, port: await serverPort(child) };
 }
 
 /** SIGTERM by pid, SIGKILL after 5 s. */
@@ -124,12 +106,7 @@ const median = (xs) => {
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const budgetS = opts.rounds * (opts.duration + WARMUP_S + IDLE_S + 3) + 30;
-  const watchdog = setTimeout(() => {
-    console.error(`tracer bench: aborted after ${budgetS} s`);
-    for (const c of children) try { process.kill(c.pid, 'SIGKILL'); } catch { /* gone */ }
-    process.exit(2);
-  }, budgetS * 1000);
-  watchdog.unref();
+  watchdog('bench/tracer.js', budgetS * 1000, () => children);
   console.log(`uvscope tracer benchmark: node ${process.version}, ${os.cpus().length} CPU(s); ${opts.rate} req/s over ${opts.connections} connections, ` +
     `${WARMUP_S} s warm-up + ${opts.duration} s per variant, ${opts.rounds} round(s)`);
   const results = VARIANTS.map(() => []);
@@ -164,6 +141,6 @@ async function main() {
 
 main().catch((err) => {
   console.error(err.stack);
-  for (const c of children) try { process.kill(c.pid, 'SIGKILL'); } catch { /* gone */ }
+  children.killAll();
   process.exit(1);
 });

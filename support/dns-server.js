@@ -28,6 +28,134 @@ function toList(value) {
 }
 
 /**
+ * The answer to one question, as bytes: NXDOMAIN for a name with no behaviour, SERVFAIL, or its
+ * A/AAAA records; over UDP (maxSize set) truncated when asked to or when it would not fit.
+ * @param {object} query the decoded query
+ * @param {object} question its one question
+ * @param {object|null} behaviour what setName() configured for the name
+ * @param {number} [maxSize] the client's UDP payload size; undefined over TCP
+ * @returns {Buffer}
+ */
+function buildResponse(query, question, behaviour, maxSize) {
+  const type = question.type;
+  let rcode = RCODE.NOERROR;
+  const answers = [];
+  if (!behaviour || behaviour.nxdomain) {
+    rcode = RCODE.NXDOMAIN;
+  } else if (behaviour.servfail) {
+    rcode = RCODE.SERVFAIL;
+  } else if (question.class === 'IN' && (type === 'A' || type === 'AAAA')) {
+    const ttl = behaviour.ttl === undefined ? 0 : behaviour.ttl;
+    const data = type === 'A'
+      ? toList(behaviour.a === undefined ? '127.0.0.1' : behaviour.a)
+      : toList(behaviour.aaaa);
+    for (const d of data) answers.push({ type, class: 'IN', name: question.name, ttl, data: d });
+  }
+  const flags = (query.flags & OPCODE_MASK)
+    | (query.flags & packet.RECURSION_DESIRED)
+    | packet.AUTHORITATIVE_ANSWER
+    | packet.RECURSION_AVAILABLE
+    | rcode;
+  const response = { type: 'response', id: query.id, flags, questions: query.questions, answers };
+  if (maxSize !== undefined && (behaviour && behaviour.truncate)) {
+    response.flags |= packet.TRUNCATED_RESPONSE;
+    response.answers = [];
+    return packet.encode(response);
+  }
+  let buf = packet.encode(response);
+  if (maxSize !== undefined && buf.length > maxSize) {
+    response.flags |= packet.TRUNCATED_RESPONSE;
+    response.answers = [];
+    buf = packet.encode(response);
+  }
+  return buf;
+}
+
+function udpMaxSize(query) {
+  const opt = (query.additionals || []).find((r) => r && r.type === 'OPT');
+  if (opt && opt.udpPayloadSize > DEFAULT_UDP_SIZE) return opt.udpPayloadSize;
+  return DEFAULT_UDP_SIZE;
+}
+
+/** The one question of a raw DNS query, or null for anything else. */
+function decodeQuestion(msg) {
+  let query;
+  try {
+    query = packet.decode(msg);
+  } catch {
+    return null;
+  }
+  if (query.type !== 'query' || !query.questions || query.questions.length !== 1) return null;
+  const question = query.questions[0];
+  if (!question || typeof question.name !== 'string') return null;
+  return { query, question };
+}
+
+/**
+ * A UDP socket bound to address:port that hands each datagram to onQuery(msg, send, maxSizeFor).
+ * @returns {Promise<import('node:dgram').Socket>}
+ */
+async function listenUdp(address, port, onQuery) {
+  const udp = dgram.createSocket({
+    type: net.isIPv6(address) ? 'udp6' : 'udp4',
+    // Bursts of thousands of queries would overflow the default receive buffer.
+    recvBufferSize: 4 * 1024 * 1024,
+  });
+  udp.on('message', (msg, rinfo) => {
+    onQuery(msg, (buf) => {
+      udp.send(buf, rinfo.port, rinfo.address, () => {});
+    }, udpMaxSize);
+  });
+  udp.on('error', () => {});
+  await new Promise((resolve, reject) => {
+    udp.once('error', reject);
+    udp.bind(port, address, () => {
+      udp.removeListener('error', reject);
+      resolve();
+    });
+  });
+  return udp;
+}
+
+/**
+ * A TCP server on address:port that reads length-prefixed queries and hands each to
+ * onQuery(msg, send); its connections are kept in `sockets` (to destroy them on close).
+ * @returns {Promise<import('node:net').Server>}
+ */
+async function listenTcp(address, port, onQuery, sockets) {
+  const tcpServer = net.createServer((socket) => {
+    sockets.add(socket);
+    let pending = Buffer.alloc(0);
+    socket.on('data', (chunk) => {
+      pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+      while (pending.length >= 2) {
+        const len = pending.readUInt16BE(0);
+        if (pending.length < len + 2) break;
+        const msg = pending.subarray(2, len + 2);
+        pending = pending.subarray(len + 2);
+        onQuery(msg, (buf) => {
+          if (socket.destroyed) return;
+          const prefix = Buffer.alloc(2);
+          prefix.writeUInt16BE(buf.length);
+          socket.write(Buffer.concat([prefix, buf]));
+        });
+      }
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => sockets.delete(socket));
+  });
+  tcpServer.on('error', () => {});
+  await new Promise((resolve, reject) => {
+    tcpServer.once('error', reject);
+    tcpServer.listen({ port, host: address, exclusive: true }, () => {
+      tcpServer.removeListener('error', reject);
+      resolve();
+    });
+  });
+  return tcpServer;
+}
+
+/**
  * Starts a scriptable authoritative-style DNS server for tests.
  *
  * @param {object} [options]
@@ -36,27 +164,134 @@ function toList(value) {
  * @param {boolean} [options.tcp=true] also answer DNS over TCP on the same address/port
  * @returns {Promise<DnsServer>} resolves once both sockets are listening
  */
-async function createDnsServer(options = {}) {
+function createDnsServer(options = {}) {
   const { address = '127.0.0.2', port = 53, tcp = true } = options;
+  return DnsServer.listen(address, port, tcp);
+}
 
+/** The server createDnsServer() starts: names and how they are answered, and a query log. */
+class DnsServer {
   /** @type {Map<string, object>} exact names */
-  const exact = new Map();
+  #exact = new Map();
   /** @type {Map<string, object>} wildcard suffixes, keyed by '.suffix' */
-  const wildcards = new Map();
+  #wildcards = new Map();
   /** @type {Map<string, number>} queries seen per concrete name, for dropFirst */
-  const seen = new Map();
-  const timers = new Set();
-  const tcpSockets = new Set();
-  const queries = [];
-  let closed = false;
+  #seen = new Map();
+  #timers = new Set();
+  #tcpSockets = new Set();
+  #udp = null;
+  #tcpServer = null;
+  #closed = false;
 
-  function findBehaviour(name) {
-    const hit = exact.get(name);
+  /** @param {string} address */
+  constructor(address) {
+    this.address = address;
+    /** @type {number} the bound port */
+    this.port = 0;
+    /** Every query received, in arrival order. */
+    this.queries = [];
+  }
+
+  /**
+   * A server listening on UDP (and TCP on the same port): see createDnsServer().
+   * @returns {Promise<DnsServer>}
+   */
+  static async listen(address, port, tcp) {
+    const server = new DnsServer(address);
+    const udp = await listenUdp(address, port, (msg, send, maxSizeFor) => server.#handle(msg, send, { transport: 'udp', maxSizeFor }));
+    server.#udp = udp;
+    server.port = udp.address().port;
+    if (!tcp) return server;
+    try {
+      server.#tcpServer = await listenTcp(address, server.port, (msg, send) => server.#handle(msg, send, { transport: 'tcp' }), server.#tcpSockets);
+    } catch (err) {
+      udp.close();
+      throw err;
+    }
+    return server;
+  }
+
+  /**
+   * Configures how a name (or '*.suffix' for any subdomain) is answered.
+   * Replaces any earlier behaviour for it and restarts its dropFirst count.
+   * @param {string} name
+   * @param {{a?: string|string[]|null, aaaa?: string|string[], delayMs?: number,
+   *   slowEvery?: number, slowDelayMs?: number,
+   *   dropFirst?: number, drop?: boolean, nxdomain?: boolean, servfail?: boolean,
+   *   truncate?: boolean, ttl?: number}} [behaviour] slowEvery: every slowEvery-th query of
+   *   the name is answered after slowDelayMs instead of delayMs
+   */
+  setName(name, behaviour = {}) {
+    const n = normalizeName(name);
+    const b = { ...behaviour };
+    if (n.startsWith('*.')) {
+      const suffix = n.slice(1);
+      this.#wildcards.set(suffix, b);
+      for (const key of this.#seen.keys()) if (key.endsWith(suffix)) this.#seen.delete(key);
+    } else {
+      this.#exact.set(n, b);
+      this.#seen.delete(n);
+    }
+    return this;
+  }
+
+  /**
+   * Removes a configured name, so it answers NXDOMAIN again.
+   * @param {string} name
+   */
+  deleteName(name) {
+    const n = normalizeName(name);
+    if (n.startsWith('*.')) this.#wildcards.delete(n.slice(1));
+    else this.#exact.delete(n);
+    return this;
+  }
+
+  /**
+   * Number of logged queries for a name, optionally of one type ('A', 'AAAA').
+   * @param {string} name
+   * @param {string} [type]
+   * @returns {number}
+   */
+  count(name, type) {
+    const n = normalizeName(name);
+    let c = 0;
+    for (const q of this.queries) if (q.name === n && (type === undefined || q.type === type)) c++;
+    return c;
+  }
+
+  /** Clears the query log and all dropFirst counters; configured names stay. */
+  reset() {
+    this.queries.length = 0;
+    this.#seen.clear();
+    return this;
+  }
+
+  /**
+   * Stops listening, cancels delayed answers and drops TCP connections.
+   * @returns {Promise<void>}
+   */
+  async close() {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const t of this.#timers) clearTimeout(t);
+    this.#timers.clear();
+    const udp = this.#udp;
+    const tcpServer = this.#tcpServer;
+    const waits = [new Promise((resolve) => udp.close(() => resolve()))];
+    if (tcpServer) {
+      for (const s of this.#tcpSockets) s.destroy();
+      waits.push(new Promise((resolve) => tcpServer.close(() => resolve())));
+    }
+    await Promise.all(waits);
+  }
+
+  #findBehaviour(name) {
+    const hit = this.#exact.get(name);
     if (hit) return hit;
     // Longest matching suffix wins, like a zone with nested wildcards.
     let best = null;
     let bestLen = -1;
-    for (const [suffix, behaviour] of wildcards) {
+    for (const [suffix, behaviour] of this.#wildcards) {
       if (name.endsWith(suffix) && name.length > suffix.length && suffix.length > bestLen) {
         best = behaviour;
         bestLen = suffix.length;
@@ -65,59 +300,17 @@ async function createDnsServer(options = {}) {
     return best;
   }
 
-  function buildResponse(query, question, behaviour, maxSize) {
-    const type = question.type;
-    let rcode = RCODE.NOERROR;
-    const answers = [];
-    if (!behaviour || behaviour.nxdomain) {
-      rcode = RCODE.NXDOMAIN;
-    } else if (behaviour.servfail) {
-      rcode = RCODE.SERVFAIL;
-    } else if (question.class === 'IN' && (type === 'A' || type === 'AAAA')) {
-      const ttl = behaviour.ttl === undefined ? 0 : behaviour.ttl;
-      const data = type === 'A'
-        ? toList(behaviour.a === undefined ? '127.0.0.1' : behaviour.a)
-        : toList(behaviour.aaaa);
-      for (const d of data) answers.push({ type, class: 'IN', name: question.name, ttl, data: d });
-    }
-    const flags = (query.flags & OPCODE_MASK)
-      | (query.flags & packet.RECURSION_DESIRED)
-      | packet.AUTHORITATIVE_ANSWER
-      | packet.RECURSION_AVAILABLE
-      | rcode;
-    const response = { type: 'response', id: query.id, flags, questions: query.questions, answers };
-    if (maxSize !== undefined && (behaviour && behaviour.truncate)) {
-      response.flags |= packet.TRUNCATED_RESPONSE;
-      response.answers = [];
-      return packet.encode(response);
-    }
-    let buf = packet.encode(response);
-    if (maxSize !== undefined && buf.length > maxSize) {
-      response.flags |= packet.TRUNCATED_RESPONSE;
-      response.answers = [];
-      buf = packet.encode(response);
-    }
-    return buf;
-  }
-
   /**
-   * Decides what to do with one raw query and calls send(buf) (maybe later).
-   * maxSize is set for UDP only.
+   * Decides what to do with one raw query and calls send(buf) (maybe later). maxSizeFor is set
+   * for UDP only.
    */
-  function handle(msg, transport, send, maxSizeFor) {
-    if (closed) return;
-    let query;
-    try {
-      query = packet.decode(msg);
-    } catch {
-      return;
-    }
-    if (query.type !== 'query' || !query.questions || query.questions.length !== 1) return;
-    const question = query.questions[0];
-    if (!question || typeof question.name !== 'string') return;
-
+  #handle(msg, send, { transport, maxSizeFor }) {
+    if (this.#closed) return;
+    const decoded = decodeQuestion(msg);
+    if (!decoded) return;
+    const { query, question } = decoded;
     const name = normalizeName(question.name);
-    const behaviour = findBehaviour(name);
+    const behaviour = this.#findBehaviour(name);
     const entry = {
       name,
       type: question.type,
@@ -126,23 +319,20 @@ async function createDnsServer(options = {}) {
       transport,
       answeredAt: null,
     };
-    queries.push(entry);
+    this.queries.push(entry);
 
     let n = 0;
     if (behaviour) {
-      n = (seen.get(name) || 0) + 1;
-      seen.set(name, n);
+      n = (this.#seen.get(name) || 0) + 1;
+      this.#seen.set(name, n);
       if (behaviour.drop || (behaviour.dropFirst && n <= behaviour.dropFirst)) {
         entry.dropped = true;
         return;
       }
     }
-
-    let maxSize;
-    if (maxSizeFor) maxSize = maxSizeFor(query);
     let buf;
     try {
-      buf = buildResponse(query, question, behaviour, maxSize);
+      buf = buildResponse(query, question, behaviour, maxSizeFor ? maxSizeFor(query) : undefined);
     } catch {
       // e.g. an invalid configured address; better a timeout in the test than a crash here
       return;
@@ -152,166 +342,26 @@ async function createDnsServer(options = {}) {
     const slow = Boolean(behaviour && behaviour.slowEvery > 0 && n % behaviour.slowEvery === 0);
     entry.slow = slow;
     const delay = slow ? behaviour.slowDelayMs || 0 : behaviour && behaviour.delayMs > 0 ? behaviour.delayMs : 0;
-    // When the answer really left: a busy test process can send it later than delayMs.
+    this.#answer(entry, () => send(buf), delay);
+  }
+
+  // Sends now, or after delay ms unless closed by then; answeredAt is when the answer really
+  // left (a busy test process can send it later than delayMs).
+  #answer(entry, send, delay) {
     const answer = () => {
       entry.answeredAt = performance.timeOrigin + performance.now();
-      send(buf);
+      send();
     };
     if (!delay) {
       answer();
       return;
     }
     const timer = setTimeout(() => {
-      timers.delete(timer);
-      if (!closed) answer();
+      this.#timers.delete(timer);
+      if (!this.#closed) answer();
     }, delay);
-    timers.add(timer);
+    this.#timers.add(timer);
   }
-
-  function udpMaxSize(query) {
-    const opt = (query.additionals || []).find((r) => r && r.type === 'OPT');
-    if (opt && opt.udpPayloadSize > DEFAULT_UDP_SIZE) return opt.udpPayloadSize;
-    return DEFAULT_UDP_SIZE;
-  }
-
-  const udp = dgram.createSocket({
-    type: net.isIPv6(address) ? 'udp6' : 'udp4',
-    // Bursts of thousands of queries would overflow the default receive buffer.
-    recvBufferSize: 4 * 1024 * 1024,
-  });
-  udp.on('message', (msg, rinfo) => {
-    handle(msg, 'udp', (buf) => {
-      udp.send(buf, rinfo.port, rinfo.address, () => {});
-    }, udpMaxSize);
-  });
-  udp.on('error', () => {});
-
-  await new Promise((resolve, reject) => {
-    udp.once('error', reject);
-    udp.bind(port, address, () => {
-      udp.removeListener('error', reject);
-      resolve();
-    });
-  });
-  const boundPort = udp.address().port;
-
-  let tcpServer = null;
-  if (tcp) {
-    tcpServer = net.createServer((socket) => {
-      tcpSockets.add(socket);
-      let pending = Buffer.alloc(0);
-      socket.on('data', (chunk) => {
-        pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
-        while (pending.length >= 2) {
-          const len = pending.readUInt16BE(0);
-          if (pending.length < len + 2) break;
-          const msg = pending.subarray(2, len + 2);
-          pending = pending.subarray(len + 2);
-          handle(msg, 'tcp', (buf) => {
-            if (socket.destroyed) return;
-            const prefix = Buffer.alloc(2);
-            prefix.writeUInt16BE(buf.length);
-            socket.write(Buffer.concat([prefix, buf]));
-          });
-        }
-      });
-      socket.on('error', () => {});
-      socket.on('close', () => tcpSockets.delete(socket));
-    });
-    tcpServer.on('error', () => {});
-    try {
-      await new Promise((resolve, reject) => {
-        tcpServer.once('error', reject);
-        tcpServer.listen({ port: boundPort, host: address, exclusive: true }, () => {
-          tcpServer.removeListener('error', reject);
-          resolve();
-        });
-      });
-    } catch (err) {
-      udp.close();
-      throw err;
-    }
-  }
-
-  const server = {
-    address,
-    port: boundPort,
-    /** Every query received, in arrival order. */
-    queries,
-
-    /**
-     * Configures how a name (or '*.suffix' for any subdomain) is answered.
-     * Replaces any earlier behaviour for it and restarts its dropFirst count.
-     * @param {string} name
-     * @param {{a?: string|string[]|null, aaaa?: string|string[], delayMs?: number,
-     *   slowEvery?: number, slowDelayMs?: number,
-     *   dropFirst?: number, drop?: boolean, nxdomain?: boolean, servfail?: boolean,
-     *   truncate?: boolean, ttl?: number}} [behaviour] slowEvery: every slowEvery-th query of
-     *   the name is answered after slowDelayMs instead of delayMs
-     */
-    setName(name, behaviour = {}) {
-      const n = normalizeName(name);
-      const b = { ...behaviour };
-      if (n.startsWith('*.')) {
-        const suffix = n.slice(1);
-        wildcards.set(suffix, b);
-        for (const key of seen.keys()) if (key.endsWith(suffix)) seen.delete(key);
-      } else {
-        exact.set(n, b);
-        seen.delete(n);
-      }
-      return server;
-    },
-
-    /**
-     * Removes a configured name, so it answers NXDOMAIN again.
-     * @param {string} name
-     */
-    deleteName(name) {
-      const n = normalizeName(name);
-      if (n.startsWith('*.')) wildcards.delete(n.slice(1));
-      else exact.delete(n);
-      return server;
-    },
-
-    /**
-     * Number of logged queries for a name, optionally of one type ('A', 'AAAA').
-     * @param {string} name
-     * @param {string} [type]
-     * @returns {number}
-     */
-    count(name, type) {
-      const n = normalizeName(name);
-      let c = 0;
-      for (const q of queries) if (q.name === n && (type === undefined || q.type === type)) c++;
-      return c;
-    },
-
-    /** Clears the query log and all dropFirst counters; configured names stay. */
-    reset() {
-      queries.length = 0;
-      seen.clear();
-      return server;
-    },
-
-    /**
-     * Stops listening, cancels delayed answers and drops TCP connections.
-     * @returns {Promise<void>}
-     */
-    async close() {
-      if (closed) return;
-      closed = true;
-      for (const t of timers) clearTimeout(t);
-      timers.clear();
-      const waits = [new Promise((resolve) => udp.close(() => resolve()))];
-      if (tcpServer) {
-        for (const s of tcpSockets) s.destroy();
-        waits.push(new Promise((resolve) => tcpServer.close(() => resolve())));
-      }
-      await Promise.all(waits);
-    },
-  };
-  return server;
 }
 
-module.exports = { createDnsServer, normalizeName };
+module.exports = { createDnsServer, normalizeName, DnsServer };

@@ -1,23 +1,35 @@
 'use strict';
 
 // Child processes for the tests, the lab (examples/) and the benchmarks (bench/): a clean
-// environment, a free port, and stopping a child by its pid.
+// environment, a free port, a server child's port, a child's output, and stopping children by pid.
 
 const net = require('node:net');
 
 /**
- * Environment for a child: the parent's, without NODE_OPTIONS, UVSCOPE_* or UV_THREADPOOL_SIZE
- * leaking in, with `extra` on top. The snapshot's own server (on when Prometheus is off) takes a
- * free port unless `extra` names one, so children running at once never compete for its default
- * port.
+ * The parent's environment for a child, without NODE_OPTIONS (nothing inherited may load the
+ * agent, or anything else, into it) and without the variables `drop` names (by default every
+ * UVSCOPE_*), with `extra` on top.
+ * @param {Record<string, string>} [extra]
+ * @param {(name: string) => boolean} [drop]
+ * @returns {Record<string, string>}
+ */
+function scrubEnv(extra = {}, drop = (k) => k.startsWith('UVSCOPE_')) {
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS;
+  for (const k of Object.keys(env)) if (drop(k)) delete env[k];
+  return { ...env, ...extra };
+}
+
+/**
+ * Environment for a test's child: the parent's, without NODE_OPTIONS, UVSCOPE_* or
+ * UV_THREADPOOL_SIZE leaking in, with `extra` on top. The snapshot's own server (on when
+ * Prometheus is off) takes a free port unless `extra` names one, so children running at once
+ * never compete for its default port.
  * @param {Record<string, string>} [extra]
  * @returns {Record<string, string>}
  */
 function cleanEnv(extra = {}) {
-  const env = { ...process.env };
-  delete env.NODE_OPTIONS;
-  for (const k of Object.keys(env)) if (k.startsWith('UVSCOPE_') || k === 'UV_THREADPOOL_SIZE') delete env[k];
-  return { ...env, UVSCOPE_SNAPSHOT_PORT: '0', ...extra };
+  return scrubEnv({ UVSCOPE_SNAPSHOT_PORT: '0', ...extra }, (k) => k.startsWith('UVSCOPE_') || k === 'UV_THREADPOOL_SIZE');
 }
 
 /**
@@ -138,4 +150,96 @@ function firstLine(child, name = 'the app') {
   });
 }
 
-module.exports = { cleanEnv, freePort, stopChild, firstLine, processCpuNs, watchdog };
+/**
+ * The port a server child prints as its first line on stdout. If it exits first, or prints
+ * nothing within timeoutMs, it is stopped (SIGTERM, SIGKILL after 5 s) and the promise rejects
+ * with a message naming it, followed by what `detail()` returns (its stderr, say).
+ * @param {import('node:child_process').ChildProcess} child spawned with stdout 'pipe'
+ * @param {{ name?: string, timeoutMs?: number, detail?: () => string }} [options]
+ * @returns {Promise<number>}
+ */
+async function serverPort(child, { name = 'server', timeoutMs = 10000, detail = () => '' } = {}) {
+  let timer;
+  const silent = new Promise((resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${name} did not print its port within ${timeoutMs / 1000} s`)), timeoutMs);
+  });
+  try {
+    const line = await Promise.race([firstLine(child, name), silent]);
+    if (!/^\d+$/.test(line)) throw new Error(`${name} printed ${JSON.stringify(line)}, not its port`);
+    return Number(line);
+  } catch (err) {
+    await stopChild(child, { signal: 'SIGTERM', graceMs: 5000 });
+    throw new Error(`${err.message}${detail()}`, { cause: err });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Everything a child writes until it closes. Past timeoutMs it is killed by pid (SIGKILL) and
+ * timedOut is true.
+ * @param {import('node:child_process').ChildProcess} child spawned with stdout and stderr 'pipe'
+ * @param {number} timeoutMs
+ * @returns {Promise<{ code: number|null, stdout: string, stderr: string, timedOut: boolean }>}
+ */
+function childOutput(child, timeoutMs) {
+  return new Promise((resolve, reject) => {
+    let stdout = '';
+    let stderr = '';
+    let timedOut = false;
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }, timeoutMs);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr, timedOut });
+    });
+  });
+}
+
+/**
+ * The children a bench has running, so that an error, a signal or its watchdog can stop them all:
+ * track(child) keeps a child until it exits, killAll() SIGKILLs each by its pid. Iterable (for
+ * watchdog()).
+ */
+class Children {
+  #running = new Set();
+
+  /**
+   * @template {import('node:child_process').ChildProcess} C
+   * @param {C} child
+   * @returns {C}
+   */
+  track(child) {
+    this.#running.add(child);
+    child.once('exit', () => this.#running.delete(child));
+    return child;
+  }
+
+  killAll() {
+    for (const c of this.#running) {
+      try {
+        process.kill(c.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  [Symbol.iterator]() {
+    return this.#running.values();
+  }
+}
+
+module.exports = { scrubEnv, cleanEnv, freePort, stopChild, firstLine, serverPort, childOutput, Children, processCpuNs, watchdog };

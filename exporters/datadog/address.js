@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 const { isIP } = require('net');
@@ -17,7 +18,7 @@ const { reportError } = require('../../lib/core/errors');
  * @param {(address: {address: string, family: number}) => void} options.onChange called when the
  *   address is first known and whenever a refresh returns a different one
  * @param {(err: Error) => void} [options.onError]
- * @returns {{ refresh(now: number): void, readonly current: {address: string, family: number}|null, readonly lookups: number }}
+ * @returns {{ refresh(now: number): void, readonly current: {address: string, family: number}|null, readonly lookups: number, close(): void }}
  */
 function createAgentAddress({ host, refreshMs, lookup, onChange, onError = () => {} }) {
   const family = isIP(host);

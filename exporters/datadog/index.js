@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 const { warnOnce, countError, reportError } = require('../../lib/core/errors');
@@ -20,8 +21,8 @@ const { processIdentity } = require('../../lib/endpoint/multiprocess');
  * at most once per dnsRefreshMs, in the background, and never before the first sample (a lookup
  * at preload time would start the threadpool before the app could set UV_THREADPOOL_SIZE).
  *
- * @param {import('../../lib/exporters').ExporterContext} context
- * @returns {{ name: string, export(snapshot: object): void, close(): Promise<void>, sink: object }}
+ * @param {import('../index').ExporterContext} context
+ * @returns {{ name: string, export(snapshot: object): void, close(): Promise<void>, sink: object, spans: object|null }}
  */
 function createExporter(context, pre = early(context)) {
   const o = context.options.datadog;
@@ -83,7 +84,7 @@ function createExporter(context, pre = early(context)) {
  * createExporter later, on the first timer tick): uvscope's context goes on dd-trace's dns.lookup
  * spans during the app's dns.lookup call, so lookups of the app's top-level code need it already.
  * Cheap: no hot-shots.
- * @param {import('../../lib/exporters').ExporterContext} context
+ * @param {import('../index').ExporterContext} context
  * @returns {{ spans: object|null, close(): void }}
  */
 function early(context) {
@@ -121,7 +122,7 @@ function sendEventLoop(setting) {
 
 function poolSize(latest) {
   if (latest) {
-    const p = findPoint(latest.points, 'nodejs.uv.threadpool.size');
+    const p = /** @type {{ value?: number } | undefined} */ (findPoint(latest.points, 'nodejs.uv.threadpool.size'));
     if (p) return p.value;
   }
   return readSetting('threadpool.size');

@@ -1,8 +1,9 @@
+// @ts-check
 'use strict';
 
 const { tagsOf } = require('./series');
 const { eventObservation } = require('../../lib/snapshot/catalog');
-const { reportError } = require('../../lib/core/errors');
+const { safeSubscriber } = require('../../lib/core/channels');
 const { injectFault } = require('../../lib/core/faults');
 
 /**
@@ -28,7 +29,7 @@ function sampleRate(budget, n) {
  *
  * @param {object} options
  * @param {{distribution: Function}} options.sink
- * @param {import('../../lib/metrics').MetricDef} options.def the catalog entry (with perEvent)
+ * @param {import('../../lib/snapshot/catalog').MetricDef} options.def the catalog entry (with perEvent)
  * @param {import('diagnostics_channel').Channel} options.channel its channel (lib/core/channels.js)
  * @param {number} options.maxPerSecond
  * @param {() => number} [options.now]
@@ -38,22 +39,18 @@ function createEventDistributions({ sink, def, channel, maxPerSecond, now = Date
   let seen = 0;
   let lastSeen = 0;
 
-  function onEnd(msg) {
-    try {
-      injectFault('channel:datadog.lookups');
-      const t = now();
-      if (t - windowStart >= 1000) {
-        lastSeen = t - windowStart < 2000 ? seen : 0;
-        windowStart = t;
-        seen = 0;
-      }
-      seen++;
-      const { value, attributes } = eventObservation(def, msg);
-      sink.distribution(def.name, value, sampleRate(maxPerSecond, Math.max(seen, lastSeen)), tagsOf(attributes));
-    } catch (err) {
-      reportError('exporter:datadog', err);
+  const onEnd = safeSubscriber('exporter:datadog', (msg) => {
+    injectFault('channel:datadog.lookups');
+    const t = now();
+    if (t - windowStart >= 1000) {
+      lastSeen = t - windowStart < 2000 ? seen : 0;
+      windowStart = t;
+      seen = 0;
     }
-  }
+    seen++;
+    const { value, attributes } = eventObservation(def, msg);
+    sink.distribution(def.name, value, sampleRate(maxPerSecond, Math.max(seen, lastSeen)), tagsOf(attributes));
+  });
 
   channel.subscribe(onEnd);
   return {

@@ -1,15 +1,14 @@
+// @ts-check
 'use strict';
 
-const { CATALOG, shortName } = require('../../lib/snapshot/catalog');
-
-const BY_NAME = new Map(CATALOG.map((m) => [m.name, m]));
+const { CATALOG, metric, shortName } = require('../../lib/snapshot/catalog');
 
 /**
  * How this exporter sends a catalog metric, from its catalog fields (lib/snapshot/catalog.js):
  * 'distribution' one value per event (def.perEvent: exporters/datadog/lookups.js), null when its
  * interval gauges carry it (def.intervalGauges), 'counts' a histogram's count and sum, else
  * 'count' (counters) or 'gauge'.
- * @param {import('../../lib/metrics').MetricDef} def
+ * @param {import('../../lib/snapshot/catalog').MetricDef} def
  * @returns {'distribution'|'counts'|'count'|'gauge'|null}
  */
 function sendAs(def) {
@@ -65,8 +64,8 @@ function createSeriesFlusher({ sink, eventLoop }) {
     const withEventLoop = eventLoop();
     let sent = 0;
     for (const p of snapshot.points) {
-      const def = BY_NAME.get(p.name);
-      const as = def && sendAs(def);
+      const def = metric(p.name);
+      const as = sendAs(def);
       if (!as || as === 'distribution') continue;
       // dd-trace's runtime metrics send event-loop delay, heap and GC (runtime.node.*) already.
       if (!withEventLoop && def.runtimeMetrics) continue;
@@ -93,6 +92,7 @@ function createSeriesFlusher({ sink, eventLoop }) {
  * @returns {{ name: string, type: 'g'|'c'|'d', from: string }[]}
  */
 function sentMetrics() {
+  /** @type {{ name: string, type: 'g'|'c'|'d', from: string }[]} */
   const out = [];
   for (const m of CATALOG) {
     const as = sendAs(m);
@@ -103,4 +103,4 @@ function sentMetrics() {
   return out;
 }
 
-module.exports = { createSeriesFlusher, tagsOf, tag, sentMetrics, sendAs };
+module.exports = { createSeriesFlusher, tagsOf, tag, sentMetrics };

@@ -1,7 +1,7 @@
+// @ts-check
 'use strict';
 
 const diagnosticsChannel = require('diagnostics_channel');
-const { reportError } = require('../../lib/core/errors');
 const { injectFault } = require('../../lib/core/faults');
 const { captureCaller } = require('../../lib/core/callers');
 const { dnsSlots } = require('../../lib/core/libuv');
@@ -10,7 +10,9 @@ const { dnsSlots } = require('../../lib/core/libuv');
 // channels) with ctx.args = [hostname, options?] and, once its dns plugin has bound the store,
 // ctx.currentStore.span = the dns.lookup span. See dd-trace-js
 // packages/datadog-instrumentations/src/dns.js and packages/datadog-plugin-dns/src/lookup.js.
-const DD_LOOKUP_START = require('../../lib/core/channels').subscribed.ddTraceDnsLookupStart;
+const { subscribed, safeSubscriber } = require('../../lib/core/channels');
+
+const DD_LOOKUP_START = subscribed.ddTraceDnsLookupStart;
 
 /**
  * Puts uvscope's context on the dns.lookup span dd-trace creates, so a slow lookup in an APM
@@ -55,40 +57,32 @@ function createSpanTagger({ startChannel, poolSize }) {
     tagged++;
   }
 
-  function onUvscopeStart({ hostname, inFlight }) {
-    try {
-      injectFault('channel:datadog.spans');
-      if (pendingSpan && pendingSpan.hostname === hostname) {
-        const { span } = pendingSpan;
-        pendingSpan = null;
-        tagSpan(span, inFlight);
-        return;
-      }
-      pendingLookup = { hostname, inFlight };
-      forgetSoon();
-    } catch (err) {
-      reportError('exporter:datadog', err);
+  const onUvscopeStart = safeSubscriber('exporter:datadog', ({ hostname, inFlight }) => {
+    injectFault('channel:datadog.spans');
+    if (pendingSpan && pendingSpan.hostname === hostname) {
+      const { span } = pendingSpan;
+      pendingSpan = null;
+      tagSpan(span, inFlight);
+      return;
     }
-  }
+    pendingLookup = { hostname, inFlight };
+    forgetSoon();
+  });
 
-  function onDdStart(ctx) {
-    try {
-      injectFault('channel:datadog.spans');
-      const span = ctx && ctx.currentStore && ctx.currentStore.span;
-      const hostname = ctx && Array.isArray(ctx.args) ? ctx.args[0] : undefined;
-      if (!span || typeof span.setTag !== 'function' || typeof hostname !== 'string') return;
-      if (pendingLookup && pendingLookup.hostname === hostname) {
-        const { inFlight } = pendingLookup;
-        pendingLookup = null;
-        tagSpan(span, inFlight);
-        return;
-      }
-      pendingSpan = { hostname, span };
-      forgetSoon();
-    } catch (err) {
-      reportError('exporter:datadog', err);
+  const onDdStart = safeSubscriber('exporter:datadog', (ctx) => {
+    injectFault('channel:datadog.spans');
+    const span = ctx && ctx.currentStore && ctx.currentStore.span;
+    const hostname = ctx && Array.isArray(ctx.args) ? ctx.args[0] : undefined;
+    if (!span || typeof span.setTag !== 'function' || typeof hostname !== 'string') return;
+    if (pendingLookup && pendingLookup.hostname === hostname) {
+      const { inFlight } = pendingLookup;
+      pendingLookup = null;
+      tagSpan(span, inFlight);
+      return;
     }
-  }
+    pendingSpan = { hostname, span };
+    forgetSoon();
+  });
 
   startChannel.subscribe(onUvscopeStart);
   ddChannel.subscribe(onDdStart);
@@ -103,4 +97,4 @@ function createSpanTagger({ startChannel, poolSize }) {
   };
 }
 
-module.exports = { createSpanTagger, DD_LOOKUP_START };
+module.exports = { createSpanTagger };

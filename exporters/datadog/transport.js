@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 const { Writable } = require('stream');
@@ -151,4 +152,4 @@ function createUdsStream(path, unixDgram) {
   });
 }
 
-module.exports = { createSink, UDP_MAX_BYTES, UDS_MAX_BYTES };
+module.exports = { createSink };

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 // @opentelemetry/api 1.x keeps its globals in one object on globalThis under this symbol, shared
@@ -22,4 +23,4 @@ function globalMeterProvider() {
   return provider && typeof provider.getMeter === 'function' ? provider : undefined;
 }
 
-module.exports = { globalMeterProvider, API_GLOBAL };
+module.exports = { globalMeterProvider };

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 const path = require('path');
@@ -18,7 +19,7 @@ const SCOPE_VERSION = require('../../package.json').version;
  *   Prometheus keeps the histograms);
  * - what @opentelemetry/instrumentation-runtime-node exports too (def.runtimeMetrics) is left out
  *   next to it, so no name is exported twice on one provider.
- * @param {import('../../lib/metrics').MetricDef} def
+ * @param {import('../../lib/snapshot/catalog').MetricDef} def
  * @param {{ runtimeMetrics: boolean }} options false: runtime-node's metrics are left out
  * @returns {'histogram'|'observableCounter'|'observableGauge'|null}
  */
@@ -41,7 +42,7 @@ function runtimeNodeLoaded() {
  * @param {object} provider an OpenTelemetry MeterProvider (the app's global one or uvscope's own)
  * @param {() => object|null} latest the latest snapshot
  * @param {{ runtimeMetrics: boolean }} options false leaves out what runtime-node exports too
- * @returns {{ record(name: string, value: number, attributes: object): void, names: string[], close(): void }}
+ * @returns {{ record(name: string, value: number, attributes: object): void, close(): void }}
  */
 function createInstruments(provider, latest, { runtimeMetrics }) {
   const meter = provider.getMeter(SCOPE, SCOPE_VERSION);
@@ -71,7 +72,6 @@ function createInstruments(provider, latest, { runtimeMetrics }) {
   meter.addBatchObservableCallback(observe, list);
 
   return {
-    names: [...observables.keys(), ...histograms.keys()],
     /** Record one observation of a histogram metric (left out ones are ignored). */
     record(name, value, attributes) {
       const histogram = histograms.get(name);
@@ -94,4 +94,4 @@ function otelAttributes(attributes) {
   return out;
 }
 
-module.exports = { createInstruments, instrumentOf, runtimeNodeLoaded, otelAttributes, SCOPE, SCOPE_VERSION };
+module.exports = { createInstruments, instrumentOf, runtimeNodeLoaded };

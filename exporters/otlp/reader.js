@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 const { reportError } = require('../../lib/core/errors');

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 const { createOwnAgent } = require('../../lib/core/own-io');

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 const { CATALOG, shortName } = require('../../lib/snapshot/catalog');
@@ -13,7 +14,7 @@ const UNIT_SUFFIX = Object.freeze({ s: 'seconds', By: 'bytes' });
 /**
  * The Prometheus name of a catalog metric: dots to underscores, then the unit ('s' -> _seconds),
  * then _total for counters.
- * @param {import('../../lib/metrics').MetricDef} def
+ * @param {import('../../lib/snapshot/catalog').MetricDef} def
  */
 function prometheusName(def) {
   let name = def.name.replace(/\./g, '_');
@@ -169,7 +170,7 @@ function pushHistogram(out, name, labels, h) {
  * The Prometheus exporter: the catalog in a prom-client registry (the app's own when given, then
  * no server is opened), else served at /metrics on the agent's endpoint (lib/endpoint/server.js, an
  * unref'd server on UVSCOPE_PROMETHEUS_HOST:PORT, which also serves /snapshot.json).
- * @param {import('../../lib/exporters').ExporterContext} context
+ * @param {import('../index').ExporterContext} context
  * @returns {{ name: string, registry: object, server: import('http').Server|null, ready: Promise<{host: string, port: number}|null>, close(): Promise<void> }}
  */
 function createExporter(context) {
@@ -241,4 +242,4 @@ function serveMetrics(endpoint, latest, contentType, req, res) {
   );
 }
 
-module.exports = { createExporter, prometheusName, renderText, writeTextSliced };
+module.exports = { createExporter, prometheusName, renderText };

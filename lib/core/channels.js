@@ -1,9 +1,11 @@
+// @ts-check
 'use strict';
 
 // Every diagnostics channel uvscope publishes or subscribes to, with the shape of its messages,
 // in one table (as undici's lib/core/diagnostics.js does). Nothing else names a channel.
 
 const diagnosticsChannel = require('diagnostics_channel');
+const { reportError } = require('./errors');
 
 /**
  * Channels uvscope publishes. Published only when someone subscribes (check hasSubscribers).
@@ -57,4 +59,24 @@ const subscribed = Object.freeze({
   ddTraceDnsLookupStart: 'apm:dns:lookup:start',
 });
 
-module.exports = { published, subscribed };
+/**
+ * A channel subscriber that never throws: diagnostics_channel runs subscribers inside the
+ * publisher's call (often the app's own path, such as a dns.lookup callback) and rethrows a
+ * subscriber's error on the next tick, so an error is counted and reported once for `component`
+ * (lib/core/errors.js) instead.
+ * @template M
+ * @param {string} component e.g. 'exporter:otlp'
+ * @param {(message: M, name: string | symbol) => void} handler
+ * @returns {(message: M, name: string | symbol) => void}
+ */
+function safeSubscriber(component, handler) {
+  return (message, name) => {
+    try {
+      handler(message, name);
+    } catch (err) {
+      reportError(component, err);
+    }
+  };
+}
+
+module.exports = { published, subscribed, safeSubscriber };

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 // The agent's own troubles: a warning once per (code, key) and a count per component.
@@ -43,7 +44,8 @@ function countError(component) {
  */
 function reportError(component, err) {
   countError(component);
-  const detail = err && err.stack ? err.stack : String(err);
+  const stack = err && /** @type {{ stack?: string }} */ (err).stack;
+  const detail = stack || String(err);
   warnOnce(WARNINGS.INTERNAL_ERROR, `uvscope: ${component} failed (reported once, counted in uvscope_errors_total): ${detail}`, component);
 }
 

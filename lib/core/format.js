@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 // How figures are written in findings and reports: one copy of each helper.

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 /**
@@ -93,4 +94,4 @@ function bucketIndex(bounds, value) {
   return lo;
 }
 
-module.exports = { Histogram, bucketIndex };
+module.exports = { Histogram };

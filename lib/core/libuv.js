@@ -1,9 +1,7 @@
+// @ts-check
 'use strict';
 
 // libuv's own rules, in one place for samplers, findings and exporters alike.
-
-/** Threadpool job kinds uvscope tells apart (nodejs.uv.threadpool.kind). */
-const KINDS = Object.freeze(['dns', 'fs', 'crypto', 'zlib', 'other']);
 
 /**
  * The effective libuv threadpool size for a UV_THREADPOOL_SIZE value, computed as libuv's
@@ -33,4 +31,4 @@ function dnsSlots(size) {
   return Math.floor((size + 1) / 2);
 }
 
-module.exports = { threadpoolSize, dnsSlots, KINDS };
+module.exports = { threadpoolSize, dnsSlots };

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 // The agent's own network I/O (an OTLP exporter's requests) must stay out of the figures it
@@ -49,19 +50,19 @@ function createOwnIo({ dns = dnsModule } = {}) {
  * An http(s) Agent for uvscope's own requests.
  * @param {string} protocol 'http:' or 'https:'
  * @param {Function} [lookup] dns.lookup as it was before uvscope wrapped it
- * @param {object} [options] more http.Agent options, and:
- * @param {boolean} [options.unrefSockets] unref every socket, also when the agent reuses one (its
+ * @param {import('http').AgentOptions & { unrefSockets?: boolean }} [options] more http.Agent
+ *   options, and unrefSockets: unref every socket, also when the agent reuses one (its
  *   reuseSocket() refs it again), so requests in flight never hold the process
  */
 function createOwnAgent(protocol, lookup, options = {}) {
   const mod = protocol === 'https:' ? require('https') : require('http');
   const { unrefSockets, ...agentOptions } = options;
-  const agent = new mod.Agent({ keepAlive: true, ...agentOptions, ...(lookup ? { lookup } : {}) });
+  const agent = new mod.Agent({ keepAlive: true, ...agentOptions, ...(lookup ? { lookup: /** @type {import('net').LookupFunction} */ (lookup) } : {}) });
   const createConnection = agent.createConnection;
   agent.createConnection = function (...args) {
     creating++;
     try {
-      const socket = Reflect.apply(createConnection, this, args);
+      const socket = /** @type {import('net').Socket} */ (Reflect.apply(createConnection, this, args));
       if (unrefSockets && socket && typeof socket.unref === 'function') socket.unref();
       return socket;
     } finally {
@@ -70,7 +71,7 @@ function createOwnAgent(protocol, lookup, options = {}) {
   };
   if (unrefSockets) {
     const reuseSocket = agent.reuseSocket;
-    agent.reuseSocket = function (socket, request) {
+    agent.reuseSocket = function (/** @type {import('net').Socket} */ socket, request) {
       Reflect.apply(reuseSocket, this, [socket, request]);
       socket.unref();
     };

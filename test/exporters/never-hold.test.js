@@ -10,7 +10,7 @@ const { spawn } = require('node:child_process');
 const { createDnsServer } = require('../helpers/dns-server');
 const { requireNamespace, spawnInNamespace, resolvConf } = require('../helpers/namespace');
 const { REGISTER, FIXTURES, cleanEnv, freePort } = require('../helpers/child');
-const { createOtlpReceiver, flatten } = require('../helpers/otlp-receiver');
+const { createOtlpReceiver } = require('../helpers/otlp-receiver');
 const { createDogStatsdReceiver } = require('../helpers/dogstatsd-receiver');
 
 const APP = path.join(FIXTURES, 'ending-app.js');

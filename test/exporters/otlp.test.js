@@ -217,7 +217,7 @@ describe(`exporters/otlp: companion, inside the app's own NodeSDK (SDK ${otelSdk
     }
   }
 
-  function assertCompanion({ ready, exit, appRows, ownReceiver }) {
+  function assertCompanion({ ready, exit, appRows }) {
     assert.equal(ready.mode, 'companion');
     assert.equal(exit.code, 0, exit.stderr);
     assert.doesNotMatch(exit.stderr, /UVSCOPE_/);

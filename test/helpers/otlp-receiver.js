@@ -77,6 +77,94 @@ function flatten(request) {
 }
 
 /**
+ * An OTLP/gRPC MetricsService on 127.0.0.1:port; track.received() each request, track.answered()
+ * when it is answered (never, with hang).
+ * @returns {Promise<{ port: number, close: () => Promise<void> }>}
+ */
+async function listenGrpc(port, hang, track) {
+  const server = new grpc.Server();
+  const stuck = [];
+  server.addService({
+    Export: {
+      path: '/opentelemetry.proto.collector.metrics.v1.MetricsService/Export',
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: (o) => Buffer.from(Request.encode(Request.fromObject(o)).finish()),
+      requestDeserialize: (buf) => buf,
+      responseSerialize: () => Buffer.from(Response.encode(Response.create({})).finish()),
+      responseDeserialize: (buf) => Response.decode(buf),
+    },
+  }, {
+    Export(call, callback) {
+      track.received({ transport: 'grpc', headers: call.metadata.getMap(), contentType: 'application/grpc', body: decodeProtobuf(call.request) });
+      if (hang) {
+        stuck.push(callback);
+        return;
+      }
+      track.answered();
+      callback(null, {});
+    },
+  });
+  const boundPort = await new Promise((resolve, reject) => {
+    server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+  });
+  const close = () => new Promise((resolve) => {
+    server.forceShutdown();
+    resolve();
+  });
+  return { port: boundPort, close };
+}
+
+/**
+ * An OTLP/HTTP receiver (protobuf or JSON, gzip or not, on /v1/metrics) on 127.0.0.1:port;
+ * track.received() each request, track.answered() when it is answered (never, with hang).
+ * @returns {Promise<{ port: number, close: () => Promise<void> }>}
+ */
+async function listenHttp(port, hang, track) {
+  const sockets = new Set();
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      let body = Buffer.concat(chunks);
+      if (req.headers['content-encoding'] === 'gzip') body = zlib.gunzipSync(body);
+      const contentType = String(req.headers['content-type'] || '').split(';')[0];
+      let decoded;
+      let error;
+      try {
+        if (req.url !== '/v1/metrics') throw new Error(`unexpected path ${req.url}`);
+        decoded = contentType === 'application/json' ? decodeJson(body.toString('utf8')) : decodeProtobuf(body);
+      } catch (err) {
+        error = err;
+      }
+      track.received({ transport: 'http', path: req.url, headers: req.headers, contentType, body: decoded, error });
+      if (hang) return;
+      track.answered();
+      if (error) {
+        res.writeHead(400).end(error.message);
+      } else if (contentType === 'application/json') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      } else {
+        res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end(Buffer.from(Response.encode(Response.create({})).finish()));
+      }
+    });
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolve);
+  });
+  const close = () => new Promise((resolve) => {
+    for (const s of sockets) s.destroy();
+    server.close(() => resolve());
+  });
+  return { port: server.address().port, close };
+}
+
+/**
  * An OTLP metrics receiver on 127.0.0.1 for tests: OTLP/HTTP (protobuf and JSON, on /v1/metrics)
  * or OTLP/gRPC (MetricsService/Export). Requests are decoded with the official .proto definitions
  * (test/fixtures/otlp-proto.js) and kept with their headers.
@@ -91,93 +179,18 @@ async function createOtlpReceiver({ transport = 'http', port = 0, hang = false }
   const waiters = new Set();
   let open = 0;
   let maxOpen = 0;
-  const received = (entry) => {
-    requests.push(entry);
-    for (const w of [...waiters]) w();
+  const track = {
+    received(entry) {
+      open++;
+      maxOpen = Math.max(maxOpen, open);
+      requests.push(entry);
+      for (const w of [...waiters]) w();
+    },
+    answered() {
+      open--;
+    },
   };
-  const opened = () => {
-    open++;
-    maxOpen = Math.max(maxOpen, open);
-  };
-
-  let close;
-  let boundPort;
-  if (transport === 'grpc') {
-    const server = new grpc.Server();
-    const stuck = [];
-    server.addService({
-      Export: {
-        path: '/opentelemetry.proto.collector.metrics.v1.MetricsService/Export',
-        requestStream: false,
-        responseStream: false,
-        requestSerialize: (o) => Buffer.from(Request.encode(Request.fromObject(o)).finish()),
-        requestDeserialize: (buf) => buf,
-        responseSerialize: () => Buffer.from(Response.encode(Response.create({})).finish()),
-        responseDeserialize: (buf) => Response.decode(buf),
-      },
-    }, {
-      Export(call, callback) {
-        opened();
-        received({ transport: 'grpc', headers: call.metadata.getMap(), contentType: 'application/grpc', body: decodeProtobuf(call.request) });
-        if (hang) {
-          stuck.push(callback);
-          return;
-        }
-        open--;
-        callback(null, {});
-      },
-    });
-    boundPort = await new Promise((resolve, reject) => {
-      server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
-    });
-    close = () => new Promise((resolve) => {
-      server.forceShutdown();
-      resolve();
-    });
-  } else {
-    const sockets = new Set();
-    const server = http.createServer((req, res) => {
-      const chunks = [];
-      req.on('data', (c) => chunks.push(c));
-      req.on('end', () => {
-        opened();
-        let body = Buffer.concat(chunks);
-        if (req.headers['content-encoding'] === 'gzip') body = zlib.gunzipSync(body);
-        const contentType = String(req.headers['content-type'] || '').split(';')[0];
-        let decoded;
-        let error;
-        try {
-          if (req.url !== '/v1/metrics') throw new Error(`unexpected path ${req.url}`);
-          decoded = contentType === 'application/json' ? decodeJson(body.toString('utf8')) : decodeProtobuf(body);
-        } catch (err) {
-          error = err;
-        }
-        received({ transport: 'http', path: req.url, headers: req.headers, contentType, body: decoded, error });
-        if (hang) return;
-        open--;
-        if (error) {
-          res.writeHead(400).end(error.message);
-        } else if (contentType === 'application/json') {
-          res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-        } else {
-          res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end(Buffer.from(Response.encode(Response.create({})).finish()));
-        }
-      });
-    });
-    server.on('connection', (s) => {
-      sockets.add(s);
-      s.on('close', () => sockets.delete(s));
-    });
-    await new Promise((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', resolve);
-    });
-    boundPort = server.address().port;
-    close = () => new Promise((resolve) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => resolve());
-    });
-  }
+  const { port: boundPort, close } = await (transport === 'grpc' ? listenGrpc : listenHttp)(port, hang, track);
 
   return {
     port: boundPort,
@@ -203,7 +216,7 @@ async function createOtlpReceiver({ transport = 'http', port = 0, hang = false }
     waitFor(predicate, timeoutMs = 10000) {
       return new Promise((resolve, reject) => {
         const check = () => {
-          let ok = false;
+          let ok;
           try {
             ok = predicate(this);
           } catch {

@@ -297,7 +297,7 @@ async function startPrometheus(options = {}) {
     async waitFor(expr, predicate, timeoutMs = 20000) {
       const deadline = Date.now() + timeoutMs;
       let last;
-      let lastError = null;
+      let lastError;
       for (;;) {
         try {
           last = await query(expr);
