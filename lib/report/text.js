@@ -1,7 +1,8 @@
 'use strict';
 
 const { findPoint } = require('../snapshot/snapshot');
-const { typeName } = require('../findings/threadpool');
+const { typeName } = require('../findings/pool');
+const { ms, round } = require('../core/format');
 
 /**
  * A snapshot as text for people: the figures, then the findings, costliest first.
@@ -104,14 +105,6 @@ function threadpoolLines(tp, time) {
     out.push(`  ${j.kind} ${typeName(j.type)} [${j.type}]: ${j.pending} pending, ${j.completed} done${mean}${callers ? `; from ${callers}` : ''}${routes ? `; serving ${routes}` : ''}`);
   }
   return out;
-}
-
-function ms(seconds) {
-  return seconds >= 1 ? `${seconds.toFixed(2)} s` : `${Math.round(seconds * 1000)} ms`;
-}
-
-function round(x) {
-  return Math.round(x * 10) / 10;
 }
 
 function pushFindings(lines, list = []) {
