@@ -15,7 +15,7 @@ module.exports = defineRule({
     fires: () => 'lookups that ended just after k x the resolv.conf `timeout` (a query was lost and resent)',
     impact: 'one `timeout` lost per such lookup, per second of the window',
     advice: 'cites `timeout`, `attempts` and the nameservers; lower timeout, `single-request-reopen`, a local caching resolver',
-    example: 'the lab\'s `ko` incident: the DNS path loses the first query of a name. "1 lookup(s) took about a multiple of the resolv.conf timeout (5 s): a DNS query got no answer and was sent again."',
+    example: 'the lab\'s `ko` incident (the first query of a name is lost): "1 lookup(s) took about a multiple of the resolv.conf timeout (5 s): a DNS query got no answer and was sent again."',
   },
   evaluate(window, lim, { resolver }) {
     const hosts = aggregate(window, (h) => h.timeouts);

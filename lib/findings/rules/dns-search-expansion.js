@@ -14,9 +14,9 @@ module.exports = defineRule({
   docs: {
     means: 'a hostname is first tried with every search domain of resolv.conf: several queries per lookup',
     fires: () => 'names with fewer dots than `ndots`, no trailing dot, a search list, not in /etc/hosts',
-    impact: 'none measured: the extra queries happen inside getaddrinfo, out of sight, so it is info; requests: the lookups of those names',
+    impact: 'none measured: the extra queries happen inside getaddrinfo, out of sight, so it is info; `requests`: the lookups of those names',
     advice: 'trailing dot, lower `ndots`',
-    example: 'in a Kubernetes pod (ndots:5, three search domains), an app calling api.example.com: "1 hostname(s) have fewer than ndots:5 dots, so every lookup first tries the 3 search domain(s): up to 4 queries (x2 for A and AAAA) per lookup."',
+    example: 'a Kubernetes pod (ndots:5, three search domains) calling api.example.com: "1 hostname(s) have fewer than ndots:5 dots, so every lookup first tries the 3 search domain(s): up to 4 queries (x2 for A and AAAA) per lookup."',
   },
   evaluate(window, lim, { resolver }) {
     if (!resolver || resolver.search.length === 0) return null;

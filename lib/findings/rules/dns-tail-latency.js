@@ -19,9 +19,9 @@ module.exports = defineRule({
   docs: {
     means: 'a hostname\'s slowest lookups take far longer than its median, and where that tail lives',
     fires: (l) => `a host's p99 lookup is ${l.tailRatio}x its median and ${ms(l.tailExcessS)}+ above it, over ${l.tailMinLookups}+ lookups in the last 60 s`,
-    impact: 'the tail lookups\' time above the median per second of the window; requests: the tail lookups',
+    impact: 'the tail lookups\' time above the median per second of the window; `requests`: the tail lookups',
     advice: 'names the host, p50, p99, standard deviation and where the tail lives: the resolver (no wait for a slot, loop not blocked: a node-local caching resolver, an in-process cache with TTL such as cacheable-lookup, fewer lookups, and hedging), the DNS slots (cache, pool size; no hedging) or the event loop (its callbacks waited)',
-    example: 'the lab\'s `numa` incident: the resolver answers in 2 ms, every 50th query after 150 ms. "Lookups of api.numa.test take 3 ms at the median but 152 ms at p99 (standard deviation 27 ms, over 150 lookups); the tail lives in the resolver: ..."',
+    example: 'the lab\'s `numa` incident (every 50th answer after 150 ms): "Lookups of api.numa.test take 4 ms at the median but 152 ms at p99 (standard deviation 27 ms, over 149 lookups); the tail lives in the resolver: the slowest lookups waited 0 ms for a DNS slot and the event loop was never blocked longer than 17 ms, so the time went to the answer itself."',
   },
   evaluate(window, lim) {
     const last = window[window.length - 1];

@@ -18,9 +18,9 @@ module.exports = defineRule({
   docs: {
     means: 'the event loop was blocked: every request, timer and callback waited',
     fires: (l) => `in ${l.eventLoopBlockedIntervals}+ intervals (one stall is an odd sample), a delay of ${ms(l.eventLoopBlockedS)}+ or an interval p99 of ${ms(l.eventLoopP99S)}+, less all the time the main thread waited for a CPU in that interval (Linux \`/proc/thread-self/schedstat\`, read once per sample: a lower bound; an overloaded host or a CPU quota is not the app blocking its loop, while CPU work and blocking calls such as sync I/O are)`,
-    impact: 'loopBlockedSeconds: the longest block of each blocked interval, summed (a lower bound); score: that per second of the window',
+    impact: '`loopBlockedSeconds`: the longest block of each blocked interval, summed (a lower bound); `score`: that per second of the window',
     advice: 'move CPU work off the loop',
-    example: 'the lab\'s `zooz` incident: handlers that burn 25 ms of CPU each. "The event loop was blocked for up to 212 ms in 9 of the last 10 intervals: every request, timer and callback waited that long."',
+    example: 'the lab\'s `zooz` incident (handlers burning 25 ms of CPU each): "The event loop was blocked for up to 150 ms in 4 of the last 7 intervals: every request, timer and callback waited that long."',
   },
   evaluate(window, lim) {
     const late = window.filter((s) => (s.delayMax || 0) >= lim.eventLoopBlockedS || (s.delayP99 || 0) >= lim.eventLoopP99S);

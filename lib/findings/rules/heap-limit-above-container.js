@@ -18,7 +18,7 @@ module.exports = defineRule({
     fires: (l) => `the V8 heap limit is ${Math.round(l.heapShareOfContainer * 100)} %+ of the cgroup memory limit`,
     impact: 'a risk, not time lost yet: critical when the heap limit is at or above the container\'s, else half the critical score (a warning)',
     advice: 'the `--max-old-space-size` to use (75 % of the limit)',
-    example: 'a 4 GiB default heap limit in a 256 MiB container: "The V8 heap may grow to 4144 MiB but the container allows 256 MiB: the process is OOM-killed before V8 collects garbage hard or reports heap exhaustion." and "Set --max-old-space-size=192 ..."',
+    example: '`--max-old-space-size=512` in a 256 MiB container: "The V8 heap may grow to 560 MiB but the container allows 256 MiB: the process is OOM-killed before V8 collects garbage hard or reports heap exhaustion.", with the advice `--max-old-space-size=192`',
   },
   evaluate(window, lim) {
     const last = window[window.length - 1];

@@ -17,9 +17,9 @@ module.exports = defineRule({
   docs: {
     means: 'HTTP requests to a host each open a new connection: keep-alive is off',
     fires: (l) => `${l.keepAliveMinRequests}+ requests to a host of which ${Math.round(l.newConnectionShare * 100)} %+ opened a new connection`,
-    impact: 'what opening those connections cost (lookup and handshake, at the mean connect time) per second of the window; requests: the new connections',
+    impact: 'what opening those connections cost (lookup and handshake, at the mean connect time) per second of the window; `requests`: the new connections',
     advice: 'keep-alive agents, reuse undici dispatchers; reports lookups per new connection',
-    example: 'the lab\'s `zooz` incident: an upstream client without keep-alive. "40 of 40 requests to 127.0.0.1:8080 opened a new connection: keep-alive is off, so each request pays for a DNS lookup and a TCP (and TLS) handshake."',
+    example: 'the lab\'s `zooz` incident (an upstream client without keep-alive): "63 of 63 requests to localhost opened a new connection: keep-alive is off, so each request pays for a DNS lookup and a TCP (and TLS) handshake."',
   },
   evaluate(window, lim) {
     const byHost = new Map();

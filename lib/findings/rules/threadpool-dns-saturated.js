@@ -19,9 +19,9 @@ module.exports = defineRule({
   docs: {
     means: 'lookups queue for the threadpool\'s DNS slots: getaddrinfo may run on at most (size+1)/2 threads at once',
     fires: (l) => `lookups queue for a DNS slot in ${l.dnsSaturatedIntervals}+ intervals: \`queued{kind="dns"}\` > 0 and the dns probe waited ${ms(l.dnsWaitS)} beyond the loop's own delay (or is still waiting), while a thread outside the DNS slots was free (the \`work\` probe did not wait ${ms(l.poolWaitS)}); otherwise the lookups wait behind other work and \`threadpool-saturated\` says which`,
-    impact: 'the lookups\' wait for a DNS slot per second of the window; requests: the lookups that found every slot taken',
+    impact: 'the lookups\' wait for a DNS slot per second of the window; `requests`: the lookups that found every slot taken',
     advice: 'the `UV_THREADPOOL_SIZE` that would have covered the peak of concurrent lookups; cache/coalesce; keep-alive',
-    example: 'the lab\'s `wolt` incident: 20 upstream hostnames, 32 concurrent clients, pool 4. "DNS lookups queue for the threadpool: up to 32 lookups pending for 2 DNS slots (UV_THREADPOOL_SIZE=4), 30 waiting, probe waited up to 433 ms." and "Raise UV_THREADPOOL_SIZE to 63: (size+1)/2 = 32 DNS slots would have covered the peak of 32 concurrent lookups."',
+    example: 'the lab\'s `wolt` incident (32 clients, 20 upstream names, pool 4): "DNS lookups queue for the threadpool: up to 32 lookups pending for 2 DNS slots (UV_THREADPOOL_SIZE=4), 30 waiting, probe waited up to 496 ms."',
   },
   evaluate(window, lim) {
     // Other work held the pool in the window (threadpool-saturated names it): the probe sees a hold
