@@ -17,6 +17,9 @@ const ENGINE_LIMITS = Object.freeze({
  * Every limit by name: the engine's and each rule's. A name is declared once.
  * @type {Readonly<Record<string, number>>}
  */
+// The rules that keep figures of their own per interval.
+const KEEPING = RULES.filter((r) => r.interval);
+
 const LIMITS = Object.freeze(RULES.reduce((all, rule) => {
   for (const name of Object.keys(rule.limits)) {
     if (name in all) throw new Error(`finding rule ${rule.id}: limit ${name} is declared twice`);
@@ -60,6 +63,10 @@ class FindingsEngine {
     const window = this.#window;
     const lim = this.#lim;
     const summary = summarize(sample, this.#previous, this.#previousTime);
+    if (KEEPING.length) {
+      summary.own = {};
+      for (const rule of KEEPING) summary.own[rule.id] = rule.interval(sample);
+    }
     // Only what the next summary reads of this one (the probes' cumulative waits): keeping the
     // whole sample would keep every hostname's figures alive for one more interval.
     this.#previous = { time: sample.time, points: sample.points.filter((p) => p.name === 'nodejs.uv.threadpool.queue_wait') };

@@ -118,7 +118,7 @@ function poolWait(s) {
 /**
  * Whether no thread was free in this interval: the work probe waited at least limit seconds.
  * @param {object} s an interval summary (lib/findings/window.js) with s.pool
- * @param {{ poolWaitS: number }} lim
+ * @param {Readonly<Record<string, number>>} lim the limits (poolWaitS)
  */
 function poolHeld(s, lim) {
   const w = poolWait(s);

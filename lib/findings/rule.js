@@ -40,6 +40,9 @@
  * @property {Readonly<RuleDocs>} docs
  * @property {(window: object[], limits: Readonly<Record<string, number>>, context: RuleContext) => RuleResult|null} evaluate
  *   the finding over the window of interval summaries (oldest first), or null
+ * @property {(sample: { time: number, points: readonly object[], details: any }) => unknown} [interval]
+ *   what the rule keeps of each sample beyond the shared summary (lib/findings/window.js): the
+ *   window holds it as summary.own[id]
  */
 
 const DOC_FIELDS = Object.freeze(['means', 'impact', 'advice', 'example']);
@@ -53,13 +56,15 @@ function defineRule(rule) {
   const where = `finding rule ${rule && rule.id}`;
   if (typeof rule.id !== 'string' || !/^[a-z][a-z0-9-]*$/.test(rule.id)) throw new TypeError(`${where}: id must be kebab-case`);
   if (typeof rule.evaluate !== 'function') throw new TypeError(`${where}: evaluate() missing`);
+  if (rule.interval !== undefined && typeof rule.interval !== 'function') throw new TypeError(`${where}: interval must be a function`);
   for (const [k, v] of Object.entries(rule.limits || {})) {
     if (typeof v !== 'number') throw new TypeError(`${where}: limit ${k} must be a number`);
   }
+  /** @type {any} */
   const docs = rule.docs || {};
   for (const k of DOC_FIELDS) if (typeof docs[k] !== 'string' || !docs[k]) throw new TypeError(`${where}: docs.${k} missing`);
   if (typeof docs.fires !== 'function') throw new TypeError(`${where}: docs.fires(limits) missing`);
-  return Object.freeze({ ...rule, limits: Object.freeze({ ...(rule.limits || {}) }), docs: Object.freeze({ ...docs }) });
+  return /** @type {Readonly<Rule>} */ (Object.freeze({ ...rule, limits: Object.freeze({ ...(rule.limits || {}) }), docs: Object.freeze({ ...docs }) }));
 }
 
 module.exports = { defineRule };

@@ -44,9 +44,6 @@ function summarize(sample, previous, previousTime) {
     hosts: compactHosts(sample.details.dns),
     // The hostnames whose recent lookups have a tail (dns-tail-latency reads the latest only).
     tails: tailHosts(sample.details.dns),
-    connections: sample.details.connections || null,
-    heapLimit: value('v8js.memory.heap.limit'),
-    containerLimit: value('nodejs.memory.constrained'),
     pool: summarizePool(sample, previous, seconds),
   };
 }
@@ -146,7 +143,7 @@ function cpuShare(eventloop) {
  * overloaded host is not the app's block); 0 below the limits. Where the thread's wait is known
  * (Linux), the lateness less all the interval's wait; else scaled by the interval's CPU share.
  * @param {object} s an interval summary
- * @param {{ eventLoopBlockedS: number, eventLoopP99S: number }} lim
+ * @param {Readonly<Record<string, number>>} lim the limits (eventLoopBlockedS, eventLoopP99S)
  * @returns {number} seconds
  */
 function blockedInInterval(s, lim) {

@@ -6,7 +6,7 @@ const { ms, round } = require('../core/format');
 
 /**
  * A snapshot as text for people: the figures, then the findings, costliest first.
- * @param {{ time: number, points: readonly object[], findings?: readonly object[], details?: object }} snapshot
+ * @param {{ time: number, points: readonly object[], findings?: readonly object[], details?: any, pid?: number, processes?: readonly any[] }} snapshot
  * @returns {string}
  */
 function formatReport(snapshot) {
@@ -107,6 +107,10 @@ function threadpoolLines(tp, time) {
   return out;
 }
 
+/**
+ * @param {string[]} lines
+ * @param {readonly any[]} [list]
+ */
 function pushFindings(lines, list = []) {
   // costliest first (the agent sorts them too; a pushed snapshot may come from an older agent)
   const findings = [...list].sort((a, b) => ((b.impact && b.impact.score) || 0) - ((a.impact && a.impact.score) || 0));

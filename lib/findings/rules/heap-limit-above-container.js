@@ -1,6 +1,7 @@
 'use strict';
 
 const { defineRule } = require('../rule');
+const { findPoint } = require('../../snapshot/snapshot');
 
 const mb = (b) => Math.round(b / 1048576);
 
@@ -20,8 +21,15 @@ module.exports = defineRule({
     advice: 'the `--max-old-space-size` to use (75 % of the limit)',
     example: '`--max-old-space-size=512` in a 256 MiB container: "The V8 heap may grow to 560 MiB but the container allows 256 MiB: the process is OOM-killed before V8 collects garbage hard or reports heap exhaustion.", with the advice `--max-old-space-size=192`',
   },
+  interval(sample) {
+    const value = (name) => {
+      const p = findPoint(sample.points, name);
+      return p ? p.value : undefined;
+    };
+    return { heapLimit: value('v8js.memory.heap.limit'), containerLimit: value('nodejs.memory.constrained') };
+  },
   evaluate(window, lim) {
-    const last = window[window.length - 1];
+    const last = window[window.length - 1].own['heap-limit-above-container'];
     if (!last.containerLimit || !last.heapLimit) return null;
     if (last.heapLimit < lim.heapShareOfContainer * last.containerLimit) return null;
     const suggested = Math.floor((last.containerLimit * 0.75) / 1048576);

@@ -21,6 +21,7 @@ module.exports = defineRule({
     advice: 'keep-alive agents, reuse undici dispatchers; reports lookups per new connection',
     example: 'the lab\'s `zooz` incident (an upstream client without keep-alive): "63 of 63 requests to localhost opened a new connection: keep-alive is off, so each request pays for a DNS lookup and a TCP (and TLS) handshake."',
   },
+  interval: (sample) => sample.details.connections || null,
   evaluate(window, lim) {
     const byHost = new Map();
     let lookups = 0;
@@ -28,10 +29,11 @@ module.exports = defineRule({
     let connectSeconds = 0;
     for (const s of window) {
       for (let i = 0; i < s.hosts.length; i++) lookups += s.hosts[i].lookups;
-      if (!s.connections) continue;
-      connections += s.connections.connections;
-      connectSeconds += s.connections.connectSeconds || 0;
-      for (const h of s.connections.hosts) {
+      const c = s.own['http-no-keepalive'];
+      if (!c) continue;
+      connections += c.connections;
+      connectSeconds += c.connectSeconds || 0;
+      for (const h of c.hosts) {
         const t = byHost.get(h.host) || { host: h.host, requests: 0, newConnections: 0 };
         t.requests += h.requests;
         t.newConnections += h.newConnections;
