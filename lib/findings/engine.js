@@ -13,13 +13,13 @@ const ENGINE_LIMITS = Object.freeze({
   warningScore: 0.02,
 });
 
+// The rules that keep figures of their own per interval.
+const KEEPING = RULES.filter((r) => r.interval);
+
 /**
  * Every limit by name: the engine's and each rule's. A name is declared once.
  * @type {Readonly<Record<string, number>>}
  */
-// The rules that keep figures of their own per interval.
-const KEEPING = RULES.filter((r) => r.interval);
-
 const LIMITS = Object.freeze(RULES.reduce((all, rule) => {
   for (const name of Object.keys(rule.limits)) {
     if (name in all) throw new Error(`finding rule ${rule.id}: limit ${name} is declared twice`);
