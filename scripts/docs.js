@@ -21,6 +21,8 @@ const { WARNINGS } = require('../lib/core/warnings');
 const { prometheusName } = require('../exporters/prometheus');
 const { sentMetrics } = require('../exporters/datadog/series');
 const { instrumentOf } = require('../exporters/otlp/instruments');
+const FINDING_RULES = require('../lib/findings/index');
+const { LIMITS: FINDING_LIMITS } = require('../lib/findings/engine');
 
 const ROOT = path.join(__dirname, '..');
 const BLOCK = /(<!-- generated: ([^>]*?) -->\n)([\s\S]*?)(<!-- \/generated -->)/g;
@@ -105,12 +107,45 @@ function warningsTable() {
   return table(['code', 'meaning'], Object.values(WARNINGS).map((w) => [code(w.code), w.meaning]));
 }
 
+/** A sentence from a docs line: capital first letter (unless it is code), full stop. */
+const sentence = (s) => `${s[0].toUpperCase()}${s.slice(1)}${/[.!?]["')]?$/.test(s) ? '' : '.'}`;
+
+/**
+ * The findings, from each rule's declaration (lib/findings/rules/*.js).
+ * `findings`: docs/findings.md, the catalogue: per rule what it means, what fires it with the
+ * limit values, its impact, its advice and one example.
+ * `findings summary`: README, one row per rule: id, meaning, example.
+ * @param {string} [kind] 'summary' or nothing
+ */
+function findingsBlock(kind) {
+  if (kind === 'summary') {
+    return table(['finding', 'what it means', 'for example'], FINDING_RULES.map((r) => [code(r.id), r.docs.means, r.docs.example]));
+  }
+  if (kind !== undefined) throw new Error(`no findings block "${kind}" (findings, or findings summary)`);
+  const l = FINDING_LIMITS;
+  const out = [`Severity follows from \`impact.score\`, the seconds lost per second of the ${l.windowMs / 1000} s window: critical from ${l.criticalScore}, warning from ${l.warningScore}, else info. Findings come costliest first.\n`];
+  for (const r of FINDING_RULES) {
+    const limits = Object.entries(r.limits).map(([k, v]) => `${code(k)} ${v}`).join(', ');
+    out.push([
+      `### ${code(r.id)}\n`,
+      `${sentence(r.docs.means)}\n`,
+      `- **Fires when**: ${sentence(r.docs.fires(l))}`,
+      `- **Impact**: ${sentence(r.docs.impact)}`,
+      `- **Advice includes**: ${sentence(r.docs.advice)}`,
+      `- **Example**: ${sentence(r.docs.example)}`,
+      limits ? `- **Limits** (lib/findings/rules/${r.id}.js): ${limits}.` : null,
+    ].filter((x) => x !== null).join('\n') + '\n');
+  }
+  return out.join('\n');
+}
+
 const GENERATORS = Object.freeze({
   metrics: metricsTable,
   datadog: datadogTable,
   otlp: otlpTable,
   'otlp-left-out': otlpLeftOut,
   warnings: warningsTable,
+  findings: findingsBlock,
 });
 
 /**

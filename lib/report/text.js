@@ -1,11 +1,12 @@
 'use strict';
 
 const { findPoint } = require('../snapshot/snapshot');
-const { typeName } = require('../findings/threadpool');
+const { typeName } = require('../findings/pool');
+const { ms, round } = require('../core/format');
 
 /**
  * A snapshot as text for people: the figures, then the findings, costliest first.
- * @param {{ time: number, points: readonly object[], findings?: readonly object[], details?: object }} snapshot
+ * @param {{ time: number, points: readonly object[], findings?: readonly object[], details?: any, pid?: number, processes?: readonly any[] }} snapshot
  * @returns {string}
  */
 function formatReport(snapshot) {
@@ -106,14 +107,10 @@ function threadpoolLines(tp, time) {
   return out;
 }
 
-function ms(seconds) {
-  return seconds >= 1 ? `${seconds.toFixed(2)} s` : `${Math.round(seconds * 1000)} ms`;
-}
-
-function round(x) {
-  return Math.round(x * 10) / 10;
-}
-
+/**
+ * @param {string[]} lines
+ * @param {readonly any[]} [list]
+ */
 function pushFindings(lines, list = []) {
   // costliest first (the agent sorts them too; a pushed snapshot may come from an older agent)
   const findings = [...list].sort((a, b) => ((b.impact && b.impact.score) || 0) - ((a.impact && a.impact.score) || 0));

@@ -27,7 +27,7 @@ async function scenario(name, env = {}) {
   return { truth, mid: mid && mid.mid, snapshot, byId: Object.fromEntries(snapshot.findings.map((f) => [f.id, f])) };
 }
 
-describe('threadpool findings: who holds the pool (lib/findings/threadpool.js)', function () {
+describe('threadpool findings: who holds the pool (lib/findings/rules/threadpool-saturated.js)', function () {
   this.timeout(60000);
 
   describe('the issue 9 reproduction: 8 keep-alive clients hashing with pbkdf2 (~65 ms each) on a pool of 4, a lookup of localhost every 100 ms', function () {

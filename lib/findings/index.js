@@ -1,0 +1,24 @@
+'use strict';
+
+// lib/findings: snapshots become findings, claims about the app with the figures that prove them.
+//   engine.js   keeps the window of interval summaries, runs the rules, ranks what they find
+//   window.js   one summary per interval, and the helpers rules share over the window
+//   pool.js     the threadpool figures (probes, tracer jobs, busy threads)
+//   rule.js     what a rule declares (id, limits, docs, evaluate) and its check
+//   rules/      one file per rule
+// May import lib/core, lib/sources (their pure helpers) and lib/snapshot; nothing above.
+//
+// Adding a rule: rules/<id>.js (defineRule), its test in test/findings/, and one line here.
+// The order is the order of evaluation; findings of equal impact keep it.
+
+module.exports = Object.freeze([
+  require('./rules/threadpool-saturated'),
+  require('./rules/threadpool-dns-saturated'),
+  require('./rules/dns-resolver-timeout'),
+  require('./rules/dns-no-cache'),
+  require('./rules/dns-search-expansion'),
+  require('./rules/eventloop-blocked'),
+  require('./rules/http-no-keepalive'),
+  require('./rules/heap-limit-above-container'),
+  require('./rules/dns-tail-latency'),
+]);

@@ -1,0 +1,121 @@
+'use strict';
+
+const { defineRule } = require('../rule');
+const { windowSeconds } = require('../window');
+const { ms, round } = require('../../core/format');
+
+/**
+ * dns-no-cache: one hostname looked up again and again, for long enough, at a cost: nothing
+ * caches or coalesces its lookups. A pool warming up (a burst of lookups, then none) or a cron
+ * job's short bursts are not it.
+ */
+module.exports = defineRule({
+  id: 'dns-no-cache',
+  limits: {
+    noCacheMinLookups: 20, // lookups of one name in the window
+    noCacheIntervals: 3, // ...spread over at least this many sampling intervals (sustained)
+    noCacheSecondsPerSecond: 0.5, // ...that kept callers waiting this long per second of the window
+    noCacheQueueWaitPerSecond: 0.05, // ...or waited this long for DNS slots per second
+  },
+  docs: {
+    means: 'one hostname is looked up again and again, and nothing caches or coalesces the lookups',
+    fires: (l) => `sustained repetition that costs: one hostname looked up ${l.noCacheMinLookups}+ times in ${l.noCacheIntervals}+ intervals of the window, and callers spent ${l.noCacheSecondsPerSecond} s per second in those lookups or ${l.noCacheQueueWaitPerSecond} s per second waiting for DNS slots because of them (a pool warming up or a cron job's short bursts are not it). Time in intervals where other work held the pool, or where the loop was blocked (as \`eventloop-blocked\` tests an interval), does not count: a lookup is timed to its callback, which then waits for the pool or the loop however fast DNS answers`,
+    impact: 'the time callers spent in those lookups per second of the window; `requests`: the lookups',
+    advice: 'names the callers (sampled call sites: the package, e.g. `hot-shots`, or `file:line`); cache and coalesce, give StatsD clients an IP',
+    example: 'the lab\'s `klarna` incident (hot-shots with a hostname): "statsd.klarna.test is looked up 1883.2 times a second in 12 of the last 12 intervals, up to 5468 at once, mostly by hot-shots, and callers waited 55.70 s per second for it (53.73 s of that for a DNS slot): nothing caches or coalesces these lookups."',
+  },
+  evaluate(window, lim, { callersOf }) {
+    const seconds = windowSeconds(window);
+    const heldIntervals = window.filter((s) => s.poolHeld).length;
+    // While other work held the pool in the window, the lookups' time is that work's doing
+    // (threadpool-saturated names it); the probe sees the hold only when it completes, so intervals
+    // just before it count too: no caching claim then.
+    if (heldIntervals > 0) return null;
+    const hot = repeatedNames(window, lim, seconds);
+    if (hot.length === 0) return null;
+    const worst = hot[0];
+    // Lookups that start on a later tick (dgram's first send, say) have no app frame on the stack.
+    const who = callersOf(worst.name).find((c) => c.caller !== '(unknown)');
+    const lookups = hot.reduce((a, h) => a + h.lookups, 0);
+    const lost = hot.reduce((a, h) => a + h.seconds, 0);
+    return {
+      summary: `${worst.name} is looked up ${(worst.lookups / seconds).toFixed(1)} times a second in ${worst.intervals} of the last ${window.length} intervals${worst.maxInFlight > 1 ? `, up to ${worst.maxInFlight} at once` : ''}${who ? `, mostly by ${who.caller}` : ''}, and callers waited ${ms(worst.seconds / seconds)} per second for it${worst.queueWaitSeconds > 0.001 ? ` (${ms(worst.queueWaitSeconds / seconds)} of that for a DNS slot)` : ''}: nothing caches or coalesces these lookups.`,
+      evidence: {
+        windowSeconds: round(seconds),
+        // ruled out: intervals when other work held every pool thread (their waiting is not counted)
+        intervalsPoolHeld: heldIntervals,
+        hostnames: hot.slice(0, 10).map((h) => ({
+          name: h.name,
+          lookups: h.lookups,
+          lookupsPerSecond: round(h.lookups / seconds),
+          intervals: h.intervals,
+          lookupSecondsPerSecond: round(h.seconds / seconds, 3),
+          queueWaitSecondsPerSecond: round(h.queueWaitSeconds / seconds, 3),
+          // lookups started while another lookup of the same name was in flight (one would do)
+          concurrentDuplicates: h.duplicates,
+          maxInFlight: h.maxInFlight,
+          callers: callersOf(h.name).slice(0, 5),
+        })),
+      },
+      advice: [
+        'Cache lookups per hostname for their TTL and let concurrent callers share one lookup (for example cacheable-lookup as the lookup function of your HTTP agents, or undici\'s interceptors.dns).',
+        'Give StatsD/metrics clients an IP address or a client-side DNS cache: a hostname there means one lookup per packet.',
+        'Reuse connections (keep-alive) so connections, not requests, pay for lookups.',
+      ],
+      impact: { secondsPerSecond: lost / seconds, requests: lookups, score: lost / seconds },
+    };
+  },
+});
+
+// Per-name sums, reused from sample to sample (grown as needed): lookups, seconds, queue wait.
+let scratch = new Float64Array(3 * 128);
+
+// The names over the limits, costliest first. Totals per name go to a scratch array first, and
+// an object is made only for the names that cross the limits: this runs every sample over every
+// kept name. Index loops: in V8's interpreter for...of makes an iterator result per entry.
+function repeatedNames(window, lim, seconds) {
+  const slotOf = new Map();
+  let totals = scratch;
+  for (let w = 0; w < window.length; w++) {
+    const hosts = window[w].hosts;
+    for (let i = 0; i < hosts.length; i++) {
+      const h = hosts[i];
+      if (h.name === '_other') continue;
+      let k = slotOf.get(h.name);
+      if (k === undefined) {
+        slotOf.set(h.name, (k = slotOf.size));
+        if (3 * k + 3 > totals.length) {
+          const grown = new Float64Array(2 * totals.length);
+          grown.set(totals);
+          scratch = totals = grown;
+        }
+        totals[3 * k] = totals[3 * k + 1] = totals[3 * k + 2] = 0;
+      }
+      totals[3 * k] += h.lookups;
+      totals[3 * k + 1] += h.noCacheSeconds || 0;
+      totals[3 * k + 2] += h.noCacheQueueWait || 0;
+    }
+  }
+  const crosses = (k) => totals[3 * k] >= lim.noCacheMinLookups
+    && (totals[3 * k + 1] / seconds >= lim.noCacheSecondsPerSecond || totals[3 * k + 2] / seconds >= lim.noCacheQueueWaitPerSecond);
+  const byName = new Map();
+  for (let w = 0; w < window.length; w++) {
+    const hosts = window[w].hosts;
+    for (let i = 0; i < hosts.length; i++) {
+      const h = hosts[i];
+      if (h.name === '_other' || !crosses(slotOf.get(h.name))) continue;
+      let t = byName.get(h.name);
+      if (!t) byName.set(h.name, (t = { name: h.name, lookups: 0, intervals: 0, seconds: 0, queueWaitSeconds: 0, duplicates: 0, maxInFlight: 0 }));
+      t.lookups += h.lookups;
+      t.intervals += h.intervals || 0;
+      t.seconds += h.noCacheSeconds || 0;
+      t.queueWaitSeconds += h.noCacheQueueWait || 0;
+      t.duplicates += h.duplicates;
+      t.maxInFlight = Math.max(t.maxInFlight, h.maxInFlight);
+    }
+  }
+  return [...byName.values()]
+    .filter((h) => h.lookups >= lim.noCacheMinLookups && h.intervals >= lim.noCacheIntervals
+      && (h.seconds / seconds >= lim.noCacheSecondsPerSecond || h.queueWaitSeconds / seconds >= lim.noCacheQueueWaitPerSecond))
+    .sort((a, b) => b.seconds - a.seconds);
+}

@@ -1,0 +1,51 @@
+'use strict';
+
+const { defineRule } = require('../rule');
+const { blockedInInterval, windowSeconds } = require('../window');
+const { ms, round } = require('../../core/format');
+
+/**
+ * eventloop-blocked: the loop ran late in enough intervals, by more than the time the main thread
+ * waited for a CPU (an overloaded host or a CPU quota is not the app blocking its loop).
+ */
+module.exports = defineRule({
+  id: 'eventloop-blocked',
+  limits: {
+    eventLoopBlockedS: 0.1, // one delay this long
+    eventLoopP99S: 0.05, // or an interval p99 this long (both beyond the time the main thread waited for a CPU)
+    eventLoopBlockedIntervals: 2, // ...in at least this many intervals: one stall is an odd sample
+  },
+  docs: {
+    means: 'the event loop was blocked: every request, timer and callback waited',
+    fires: (l) => `in ${l.eventLoopBlockedIntervals}+ intervals (one stall is an odd sample), a delay of ${ms(l.eventLoopBlockedS)}+ or an interval p99 of ${ms(l.eventLoopP99S)}+, less all the time the main thread waited for a CPU in that interval (Linux \`/proc/thread-self/schedstat\`, read once per sample: a lower bound; an overloaded host or a CPU quota is not the app blocking its loop, while CPU work and blocking calls such as sync I/O are)`,
+    impact: '`loopBlockedSeconds`: the longest block of each blocked interval, summed (a lower bound); `score`: that per second of the window',
+    advice: 'move CPU work off the loop',
+    example: 'the lab\'s `zooz` incident (handlers burning 25 ms of CPU each): "The event loop was blocked for up to 150 ms in 4 of the last 7 intervals: every request, timer and callback waited that long."',
+  },
+  evaluate(window, lim) {
+    const late = window.filter((s) => (s.delayMax || 0) >= lim.eventLoopBlockedS || (s.delayP99 || 0) >= lim.eventLoopP99S);
+    const hot = late.filter((s) => blockedInInterval(s, lim) > 0);
+    if (hot.length < lim.eventLoopBlockedIntervals) return null;
+    const max = Math.max(...hot.map((s) => Math.max(s.delayMax || 0, s.loopBlockedOnCpu || 0)));
+    const shares = hot.filter((s) => typeof s.loopCpuShare === 'number').map((s) => s.loopCpuShare);
+    // One block per interval at least as long as its largest delay: a lower bound.
+    const blocked = window.reduce((a, s) => a + blockedInInterval(s, lim), 0);
+    return {
+      summary: `The event loop was blocked for up to ${ms(max)} in ${hot.length} of the last ${window.length} intervals: every request, timer and callback waited that long.`,
+      evidence: {
+        intervals: hot.length,
+        windowIntervals: window.length,
+        maxDelaySeconds: max,
+        maxP99Seconds: Math.max(...hot.map((s) => s.delayP99 || 0)),
+        // ruled out: as late, but mostly while the main thread waited for a CPU
+        intervalsWaitingForCpu: late.length - hot.length,
+        minCpuShare: shares.length ? round(Math.min(...shares), 3) : null,
+      },
+      advice: [
+        'Move CPU-heavy work (JSON of large bodies, crypto, compression, templating) to worker_threads or another service, or split it into chunks that yield (setImmediate).',
+        'Look for synchronous I/O (fs.*Sync, child_process.*Sync) on request paths.',
+      ],
+      impact: { loopBlockedSeconds: blocked, score: blocked / windowSeconds(window) },
+    };
+  },
+});

@@ -1,0 +1,47 @@
+'use strict';
+
+const { defineRule } = require('../rule');
+const { findPoint } = require('../../snapshot/snapshot');
+
+const mb = (b) => Math.round(b / 1048576);
+
+/**
+ * heap-limit-above-container: the V8 heap may grow close to or past the container's memory
+ * limit, so the process is OOM-killed before V8 collects hard or reports heap exhaustion.
+ */
+module.exports = defineRule({
+  id: 'heap-limit-above-container',
+  limits: {
+    heapShareOfContainer: 0.9, // a heap limit this close to the container's leaves no room for the rest
+  },
+  docs: {
+    means: 'the V8 heap limit leaves no room under the container\'s memory limit: an OOM kill instead of a heap error',
+    fires: (l) => `the V8 heap limit is ${Math.round(l.heapShareOfContainer * 100)} %+ of the cgroup memory limit`,
+    impact: 'a risk, not time lost yet: critical when the heap limit is at or above the container\'s, else half the critical score (a warning)',
+    advice: 'the `--max-old-space-size` to use (75 % of the limit)',
+    example: '`--max-old-space-size=512` in a 256 MiB container: "The V8 heap may grow to 560 MiB but the container allows 256 MiB: the process is OOM-killed before V8 collects garbage hard or reports heap exhaustion.", with the advice `--max-old-space-size=192`',
+  },
+  interval(sample) {
+    const value = (name) => {
+      const p = findPoint(sample.points, name);
+      return p ? p.value : undefined;
+    };
+    return { heapLimit: value('v8js.memory.heap.limit'), containerLimit: value('nodejs.memory.constrained') };
+  },
+  evaluate(window, lim) {
+    const last = window[window.length - 1].own['heap-limit-above-container'];
+    if (!last.containerLimit || !last.heapLimit) return null;
+    if (last.heapLimit < lim.heapShareOfContainer * last.containerLimit) return null;
+    const suggested = Math.floor((last.containerLimit * 0.75) / 1048576);
+    return {
+      summary: `The V8 heap may grow to ${mb(last.heapLimit)} MiB but the container allows ${mb(last.containerLimit)} MiB: the process is OOM-killed before V8 collects garbage hard or reports heap exhaustion.`,
+      evidence: { heapLimitBytes: last.heapLimit, containerLimitBytes: last.containerLimit },
+      advice: [
+        `Set --max-old-space-size=${suggested} (about 75 % of the container limit, leaving room for buffers, native memory and code), e.g. NODE_OPTIONS=--max-old-space-size=${suggested}.`,
+        'Or raise the container memory limit to fit the heap limit plus off-heap memory.',
+      ],
+      // A risk, not time lost yet: the process is OOM-killed before the heap limit is reached.
+      impact: { score: last.heapLimit >= last.containerLimit ? 1 : lim.criticalScore / 2 },
+    };
+  },
+});

@@ -1,0 +1,85 @@
+'use strict';
+
+const { defineRule } = require('../rule');
+const { windowSeconds, topHosts } = require('../window');
+const { poolHeld } = require('../pool');
+const { dnsSlots } = require('../../core/libuv');
+const { ms } = require('../../core/format');
+
+/**
+ * threadpool-dns-saturated: lookups queue for the (size+1)/2 DNS slots of the threadpool while
+ * the rest of the pool is free, in enough intervals; with the pool size that covers the peak.
+ */
+module.exports = defineRule({
+  id: 'threadpool-dns-saturated',
+  limits: {
+    dnsWaitS: 0.02, // the dns probe waited this long for a DNS slot: lookups are queueing
+    dnsSaturatedIntervals: 2, // ...in at least this many intervals of the window
+  },
+  docs: {
+    means: 'lookups queue for the threadpool\'s DNS slots: getaddrinfo may run on at most (size+1)/2 threads at once',
+    fires: (l) => `lookups queue for a DNS slot in ${l.dnsSaturatedIntervals}+ intervals: \`queued{kind="dns"}\` > 0 and the dns probe waited ${ms(l.dnsWaitS)} beyond the loop's own delay (or is still waiting), while a thread outside the DNS slots was free (the \`work\` probe did not wait ${ms(l.poolWaitS)}); otherwise the lookups wait behind other work and \`threadpool-saturated\` says which`,
+    impact: 'the lookups\' wait for a DNS slot per second of the window; `requests`: the lookups that found every slot taken',
+    advice: 'the `UV_THREADPOOL_SIZE` that would have covered the peak of concurrent lookups; cache/coalesce; keep-alive',
+    example: 'the lab\'s `wolt` incident (32 clients, 20 upstream names, pool 4): "DNS lookups queue for the threadpool: up to 32 lookups pending for 2 DNS slots (UV_THREADPOOL_SIZE=4), 30 waiting, probe waited up to 496 ms."',
+  },
+  evaluate(window, lim) {
+    // Other work held the pool in the window (threadpool-saturated names it): the probe sees a hold
+    // only when it completes, so neighbouring intervals can look like a DNS queue. No DNS claim then.
+    if (window.some((s) => s.poolHeld)) return null;
+    // A blocked event loop delays the probe's callback and keeps finished lookups counted as
+    // pending until their callbacks run: only a wait beyond the loop's own delay is queueing.
+    const hot = window.filter((s) => {
+      const loop = s.delayMax || 0;
+      const stuck = s.probeStuck && loop < s.seconds / 2;
+      const waited = s.dnsWaitMean !== null && s.dnsWaitMean >= lim.dnsWaitS + loop;
+      // Lookups wait for a DNS slot only while the rest of the pool is free; when no thread is,
+      // they wait behind other work (threadpool-saturated).
+      return s.queuedDns > 0 && (stuck || waited) && !poolHeld(s, lim);
+    });
+    if (hot.length < lim.dnsSaturatedIntervals) return null;
+    const last = window[window.length - 1];
+    const peakPending = Math.max(...window.map((s) => s.pendingDns));
+    const peakQueued = Math.max(...window.map((s) => s.queuedDns));
+    const waits = window.map((s) => s.dnsWaitMean).filter((w) => w !== null);
+    const maxWait = waits.length ? Math.max(...waits) : null;
+    // (size+1)/2 slots must cover the peak of concurrent lookups.
+    const suggested = Math.min(1024, Math.max(last.size + 1, 2 * peakPending - 1));
+    return {
+      summary: `DNS lookups queue for the threadpool: up to ${peakPending} lookups pending for ${last.slots} DNS slots (UV_THREADPOOL_SIZE=${last.size}), ${peakQueued} waiting${maxWait !== null ? `, probe waited up to ${ms(maxWait)}` : ''}.`,
+      evidence: {
+        intervals: hot.length,
+        windowIntervals: window.length,
+        threadpoolSize: last.size,
+        dnsSlots: last.slots,
+        peakPendingLookups: peakPending,
+        peakQueuedLookups: peakQueued,
+        maxQueueWaitSeconds: maxWait,
+        topHostnames: topHosts(window, (h) => h.lookups).slice(0, 5),
+      },
+      advice: [
+        2 * peakPending - 1 <= 1024
+          ? `Raise UV_THREADPOOL_SIZE to ${suggested}: (size+1)/2 = ${dnsSlots(suggested)} DNS slots would have covered the peak of ${peakPending} concurrent lookups. Set it in the environment or at the very top of the app, before anything uses the pool.`
+          : `Even the largest pool, UV_THREADPOOL_SIZE=1024 (512 DNS slots), cannot cover a peak of ${peakPending} concurrent lookups: the lookups themselves have to go (cache them, or use IP addresses).`,
+        'Cache and coalesce lookups (one lookup per hostname and TTL, concurrent callers share it).',
+        'Reuse connections (keep-alive) so each request does not start with a lookup.',
+      ],
+      impact: impactOf(window),
+    };
+  },
+});
+
+// The lookups' wait for a DNS slot over the window, and the lookups that waited.
+function impactOf(window) {
+  let waited = 0;
+  let requests = 0;
+  for (const s of window) {
+    for (let i = 0; i < s.hosts.length; i++) {
+      const h = s.hosts[i];
+      waited += h.queueWaitSeconds || 0;
+      requests += h.queuedLookups || 0;
+    }
+  }
+  const seconds = windowSeconds(window);
+  return { secondsPerSecond: waited / seconds, requests, score: waited / seconds };
+}
