@@ -113,7 +113,7 @@ describe('findings, against a DNS server the test controls', function () {
       require('fs').mkdirSync(cgroup);
       require('fs').writeFileSync(`${cgroup}/memory.limit_in_bytes`, String(256 * 1048576));
     } catch (err) {
-      if (process.env.CI) throw new Error(`a cgroup v1 memory controller is required in CI: ${err.message}`);
+      if (process.env.CI) throw new Error(`a cgroup v1 memory controller is required in CI: ${err.message}`, { cause: err });
       this.skip();
     }
     try {

@@ -45,7 +45,7 @@ describe('metrics: the catalog reaches every exporter', function () {
       fs.mkdirSync(cgroup);
       fs.writeFileSync(`${cgroup}/memory.limit_in_bytes`, String(1024 * 1048576));
     } catch (err) {
-      if (process.env.CI) throw new Error(`a cgroup v1 memory controller is required in CI: ${err.message}`);
+      if (process.env.CI) throw new Error(`a cgroup v1 memory controller is required in CI: ${err.message}`, { cause: err });
       this.skip(); // nodejs.memory.constrained exists only under a container limit
     }
     otlp = await createOtlpReceiver();
