@@ -2,7 +2,9 @@
 
 const { warnOnce, countError, reportError } = require('../../lib/core/errors');
 const { WARNINGS } = require('../../lib/core/warnings');
-const { readSetting } = require('../../lib/agent/options');
+const { readSetting } = require('../../lib/core/setting');
+const { UV_THREADPOOL_SIZE } = require('../../lib/core/libuv');
+const { RUNTIME_METRICS } = require('./manifest');
 const { findPoint } = require('../../lib/snapshot/snapshot');
 const { createSink } = require('./transport');
 const { createSeriesFlusher, tag } = require('./series');
@@ -116,7 +118,7 @@ function unifiedTags(o) {
 // runtime.node.heap.*, runtime.node.gc.*).
 function sendEventLoop(setting) {
   if (setting !== 'auto') return setting;
-  return !readSetting('datadog.runtimeMetrics');
+  return !readSetting(RUNTIME_METRICS);
 }
 
 function poolSize(latest) {
@@ -124,7 +126,7 @@ function poolSize(latest) {
     const p = findPoint(latest.points, 'nodejs.uv.threadpool.size');
     if (p) return p.value;
   }
-  return readSetting('threadpool.size');
+  return readSetting(UV_THREADPOOL_SIZE);
 }
 
 function onError(what, err) {

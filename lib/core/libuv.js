@@ -2,6 +2,8 @@
 
 // libuv's own rules, in one place for samplers, findings and exporters alike.
 
+const { setting } = require('./setting');
+
 /** Threadpool job kinds uvscope tells apart (nodejs.uv.threadpool.kind). */
 const KINDS = Object.freeze(['dns', 'fs', 'crypto', 'zlib', 'other']);
 
@@ -33,4 +35,12 @@ function dnsSlots(size) {
   return Math.floor((size + 1) / 2);
 }
 
-module.exports = { threadpoolSize, dnsSlots, KINDS };
+// libuv's own variable, read as libuv reads it (never invalid) when used: the app may set it in its
+// own code before its first threadpool job. Read by the threadpool and DNS samplers and DogStatsD.
+const UV_THREADPOOL_SIZE = setting('threadpool.size', 'UV_THREADPOOL_SIZE', threadpoolSize, 'a number (libuv reads it with atoi and clamps it to 1..1024)',
+  { late: true, default: threadpoolSize(undefined), keepEmpty: true });
+
+/** The settings declared here (lib/agent/options.js lists them). */
+const SETTINGS = Object.freeze([UV_THREADPOOL_SIZE]);
+
+module.exports = { threadpoolSize, dnsSlots, KINDS, UV_THREADPOOL_SIZE, SETTINGS };

@@ -3,9 +3,10 @@
 const dnsModule = require('dns');
 const { syncBuiltinESMExports } = require('module');
 const { Histogram } = require('../../core/histogram');
-const { DNS_BUCKETS, QUEUE_WAIT_BUCKETS } = require('../../snapshot/catalog');
-const { dnsSlots } = require('../../core/libuv');
-const { readSetting } = require('../../agent/options');
+const { DNS_BUCKETS } = require('./metrics');
+const { QUEUE_WAIT_BUCKETS } = require('../threadpool/metrics');
+const { dnsSlots, UV_THREADPOOL_SIZE } = require('../../core/libuv');
+const { readSetting } = require('../../core/setting');
 const { reportError } = require('../../core/errors');
 const { captureCaller } = require('../../core/callers');
 const { published } = require('../../core/channels');
@@ -43,7 +44,7 @@ const { dnsLookupStart: startChannel, dnsLookupEnd: endChannel } = published;
  * @param {number} [options.maxNames] distinct hostnames kept as labels; the rest count as _other
  * @param {() => { timeout: number } | null} [options.resolver] the resolv.conf in force
  * @param {NodeJS.ProcessEnv} [options.env] where UV_THREADPOOL_SIZE is read at the first lookup
- *   (process.env by default, through lib/agent/options.js)
+ *   (process.env by default, through lib/core/setting.js)
  * @param {number} [options.recentMs] how far back percentiles reach (default 60 s)
  *
  * Each lookup is split into its wait for a DNS slot and its resolving. libuv runs getaddrinfo
@@ -66,7 +67,7 @@ function createDnsSampler(options = {}) {
   // What sample() and details() hand out: the same arrays until a series or a name is added.
   let pointList = [];
   let hostList = [];
-  const slots = createSlotModel(() => dnsSlots(readSetting('threadpool.size', options.env)));
+  const slots = createSlotModel(() => dnsSlots(readSetting(UV_THREADPOOL_SIZE, options.env)));
   let inFlight = 0;
   let active = true;
   let callerBudget = CALLER_SAMPLES_PER_INTERVAL;
