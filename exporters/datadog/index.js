@@ -11,7 +11,7 @@ const { createSeriesFlusher, tag } = require('./series');
 const { CATALOG } = require('../../lib/snapshot/catalog');
 const { createEventDistributions } = require('./lookups');
 const { createSpanTagger } = require('./spans');
-const { processIdentity } = require('../../lib/endpoint/multiprocess');
+const { processIdentity } = require('../../lib/core/identity');
 
 /**
  * The DogStatsD exporter (UVSCOPE_EXPORTERS=datadog): gauges, counts and the queue-wait count/sum

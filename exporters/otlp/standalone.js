@@ -5,7 +5,7 @@ const { readSetting } = require('../../lib/core/setting');
 const { otlpStandardSettings, EXPORT_TIMEOUT } = require('./manifest');
 const { warnOnce, countError } = require('../../lib/core/errors');
 const { WARNINGS } = require('../../lib/core/warnings');
-const { processIdentity, PID_ATTRIBUTE, WORKER_ATTRIBUTE } = require('../../lib/endpoint/multiprocess');
+const { processIdentity, PID_ATTRIBUTE, WORKER_ATTRIBUTE } = require('../../lib/core/identity');
 const { createReader } = require('./reader');
 
 // Each export attempt of uvscope's own exporter is bounded by this (or by the standard timeout
