@@ -16,13 +16,13 @@ const PROTOCOLS = Object.freeze(['http/protobuf', 'http/json', 'grpc']);
 // The standard variables, read from the environment when uvscope builds its own exporter (the app
 // may set them in its own code after the preload); the exporter packages read the rest (endpoint,
 // headers, ...).
-const SDK_DISABLED = setting('otlp.sdkDisabled', 'OTEL_SDK_DISABLED', parseBoolean, BOOLEAN, { late: true, default: false });
-const PROTOCOL = setting('otlp.protocol', ['OTEL_EXPORTER_OTLP_METRICS_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL'], parseOneOf(PROTOCOLS), PROTOCOLS.join(', '), { late: true, default: 'http/protobuf' });
-const INTERVAL = setting('otlp.intervalMs', 'OTEL_METRIC_EXPORT_INTERVAL', parseInteger(1, 2147483647), 'a positive integer number of milliseconds', { late: true, default: 60000 });
-const TIMEOUT = setting('otlp.timeoutMs', 'OTEL_METRIC_EXPORT_TIMEOUT', parseInteger(1, 2147483647), 'a positive integer number of milliseconds', { late: true, default: 30000 });
+const SDK_DISABLED = setting('otlp.sdkDisabled', 'OTEL_SDK_DISABLED', parseBoolean, BOOLEAN, { late: true, default: false, doc: 'true turns uvscope\'s own (standalone) OTLP export off' });
+const PROTOCOL = setting('otlp.protocol', ['OTEL_EXPORTER_OTLP_METRICS_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL'], parseOneOf(PROTOCOLS), PROTOCOLS.join(', '), { late: true, default: 'http/protobuf', doc: 'the protocol of uvscope\'s own OTLP exporter' });
+const INTERVAL = setting('otlp.intervalMs', 'OTEL_METRIC_EXPORT_INTERVAL', parseInteger(1, 2147483647), 'a positive integer number of milliseconds', { late: true, default: 60000, doc: 'the export interval of uvscope\'s own OTLP exporter' });
+const TIMEOUT = setting('otlp.timeoutMs', 'OTEL_METRIC_EXPORT_TIMEOUT', parseInteger(1, 2147483647), 'a positive integer number of milliseconds', { late: true, default: 30000, doc: 'its collection timeout (never more than the interval)' });
 // One export attempt of uvscope's own exporter: at most 750 ms whatever this says (see
 // standalone.js); the exporter package would read it too, uvscope passes it.
-const EXPORT_TIMEOUT = setting('otlp.exportTimeoutMs', ['OTEL_EXPORTER_OTLP_METRICS_TIMEOUT', 'OTEL_EXPORTER_OTLP_TIMEOUT'], parseInteger(1, 2147483647), 'a positive integer number of milliseconds', { late: true, default: 10000 });
+const EXPORT_TIMEOUT = setting('otlp.exportTimeoutMs', ['OTEL_EXPORTER_OTLP_METRICS_TIMEOUT', 'OTEL_EXPORTER_OTLP_TIMEOUT'], parseInteger(1, 2147483647), 'a positive integer number of milliseconds', { late: true, default: 10000, doc: 'one export attempt of it (uvscope uses at most 750 ms)' });
 
 /**
  * The settings of uvscope's own OTLP exporter (standalone mode) from the standard OpenTelemetry
@@ -44,8 +44,8 @@ function otlpStandardSettings(env) {
 module.exports = Object.freeze({
   name: 'otlp',
   settings: Object.freeze([
-    setting('otlp.mode', 'UVSCOPE_OTLP_MODE', parseOneOf(['auto', 'companion', 'standalone']), 'auto (the app\'s global MeterProvider if it registers one, else uvscope\'s own), companion or standalone', { default: 'auto' }),
-    setting('otlp.runtimeMetrics', 'UVSCOPE_OTLP_RUNTIME_METRICS', parseAutoOnOff, `auto (off when @opentelemetry/instrumentation-runtime-node is loaded), on or off (or ${BOOLEAN})`, { default: 'auto' }),
+    setting('otlp.mode', 'UVSCOPE_OTLP_MODE', parseOneOf(['auto', 'companion', 'standalone']), 'auto (the app\'s global MeterProvider if it registers one, else uvscope\'s own), companion or standalone', { default: 'auto', doc: 'where OTLP metrics go' }),
+    setting('otlp.runtimeMetrics', 'UVSCOPE_OTLP_RUNTIME_METRICS', parseAutoOnOff, `auto (off when @opentelemetry/instrumentation-runtime-node is loaded), on or off (or ${BOOLEAN})`, { default: 'auto', doc: 'whether to export nodejs.eventloop.* and v8js.*' }),
     SDK_DISABLED, PROTOCOL, INTERVAL, TIMEOUT, EXPORT_TIMEOUT,
   ]),
   otlpStandardSettings,

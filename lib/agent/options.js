@@ -23,10 +23,10 @@ const EXPORTER_NAMES = EXPORTERS.map((e) => e.name);
 // row's default. Rows marked `late` are read from the environment each time they are used (see
 // above); they are not options of start().
 const AGENT = Object.freeze([
-  setting('disabled', 'UVSCOPE_DISABLED', parseBoolean, BOOLEAN, { default: false }),
-  setting('exporters', 'UVSCOPE_EXPORTERS', parseList(EXPORTER_NAMES), `a comma-separated list of ${EXPORTER_NAMES.join(', ')}, or none`, { default: Object.freeze(['prometheus']), ts: 'ExporterName[] | string' }),
-  setting('intervalMs', 'UVSCOPE_INTERVAL_MS', parseInteger(50, 3600000), 'an integer number of milliseconds from 50 to 3600000', { default: 1000 }),
-  setting('reportOnExit', 'UVSCOPE_REPORT_ON_EXIT', parseEither(parseBoolean, parseMatching(/\.html?$/i)), `${BOOLEAN} (the text report on stderr), or a file path ending in .html (the page with the data embedded)`, { default: false }),
+  setting('disabled', 'UVSCOPE_DISABLED', parseBoolean, BOOLEAN, { default: false, doc: 'do nothing' }),
+  setting('exporters', 'UVSCOPE_EXPORTERS', parseList(EXPORTER_NAMES), `a comma-separated list of ${EXPORTER_NAMES.join(', ')}, or none`, { default: Object.freeze(['prometheus']), ts: 'ExporterName[] | string', doc: 'the exporters to run' }),
+  setting('intervalMs', 'UVSCOPE_INTERVAL_MS', parseInteger(50, 3600000), 'an integer number of milliseconds from 50 to 3600000', { default: 1000, doc: 'the sampling interval' }),
+  setting('reportOnExit', 'UVSCOPE_REPORT_ON_EXIT', parseEither(parseBoolean, parseMatching(/\.html?$/i)), `${BOOLEAN} (the text report on stderr), or a file path ending in .html (the page with the data embedded)`, { default: false, doc: 'the findings when the process exits' }),
 ]);
 
 /** Every row, in the order of the docs. @type {readonly Readonly<import('../core/setting').Setting>[]} */

@@ -38,7 +38,7 @@ function dnsSlots(size) {
 // libuv's own variable, read as libuv reads it (never invalid) when used: the app may set it in its
 // own code before its first threadpool job. Read by the threadpool and DNS samplers and DogStatsD.
 const UV_THREADPOOL_SIZE = setting('threadpool.size', 'UV_THREADPOOL_SIZE', threadpoolSize, 'a number (libuv reads it with atoi and clamps it to 1..1024)',
-  { late: true, default: threadpoolSize(undefined), keepEmpty: true });
+  { late: true, default: threadpoolSize(undefined), keepEmpty: true, doc: 'libuv\'s own variable, read (never set) when first used, after the app\'s top-level code' });
 
 /** The settings declared here (lib/agent/options.js lists them). */
 const SETTINGS = Object.freeze([UV_THREADPOOL_SIZE]);

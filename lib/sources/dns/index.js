@@ -10,7 +10,7 @@ const { METRICS } = require('./metrics');
 const resolver = require('./resolver');
 
 const SETTINGS = Object.freeze([
-  setting('dns.maxNames', 'UVSCOPE_DNS_MAX_NAMES', parseInteger(1, 100000), 'an integer from 1 to 100000', { default: 100 }),
+  setting('dns.maxNames', 'UVSCOPE_DNS_MAX_NAMES', parseInteger(1, 100000), 'an integer from 1 to 100000', { default: 100, doc: 'distinct hostnames kept as labels; later ones count as _other (each kept name costs about 10 KB)' }),
   ...resolver.SETTINGS,
 ]);
 

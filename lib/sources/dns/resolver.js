@@ -6,8 +6,8 @@ const { parseString } = require('../../settings/parsers');
 
 // glibc's variables, read as glibc reads them (never invalid) when the resolver configuration is
 // read: the app may set them in its own code.
-const LOCALDOMAIN = setting('resolver.localDomain', 'LOCALDOMAIN', parseString, 'a search list', { late: true, default: undefined });
-const RES_OPTIONS = setting('resolver.options', 'RES_OPTIONS', parseString, 'resolver options', { late: true, default: undefined });
+const LOCALDOMAIN = setting('resolver.localDomain', 'LOCALDOMAIN', parseString, 'a search list', { late: true, default: undefined, doc: 'glibc\'s override of the resolv.conf search list' });
+const RES_OPTIONS = setting('resolver.options', 'RES_OPTIONS', parseString, 'resolver options', { late: true, default: undefined, doc: 'glibc\'s resolver options, on top of resolv.conf' });
 /** The settings declared here (lib/sources/dns/index.js lists them). */
 const SETTINGS = Object.freeze([LOCALDOMAIN, RES_OPTIONS]);
 
