@@ -53,11 +53,11 @@ export interface MultiprocessOptions {
 export interface TracerOptions {
   /** the threadpool tracer (async_hooks): auto (armed for a window when the pool looks saturated), on or off (UVSCOPE_TRACER, default auto). */
   mode?: 'auto' | 'on' | 'off';
-  /** auto mode: a probe wait (completed, or of the probe still in flight) longer than this arms the tracer: an integer number of milliseconds from 1 to 600000 (a probe wait that arms the tracer) (UVSCOPE_TRACER_THRESHOLD_MS, default 250). */
+  /** an integer number of milliseconds from 1 to 600000 (a probe wait that arms the tracer) (UVSCOPE_TRACER_THRESHOLD_MS, default 250). */
   thresholdMs?: number;
-  /** auto mode: how long the tracer stays armed: an integer number of milliseconds from 100 to 3600000 (how long auto mode stays armed) (UVSCOPE_TRACER_WINDOW_MS, default 10000). */
+  /** an integer number of milliseconds from 100 to 3600000 (how long auto mode stays armed) (UVSCOPE_TRACER_WINDOW_MS, default 10000). */
   windowMs?: number;
-  /** auto mode: time disarmed before it may arm again: an integer number of milliseconds from 0 to 86400000 (time disarmed before auto mode may arm again) (UVSCOPE_TRACER_COOLDOWN_MS, default 90000). */
+  /** an integer number of milliseconds from 0 to 86400000 (time disarmed before auto mode may arm again) (UVSCOPE_TRACER_COOLDOWN_MS, default 90000). */
   cooldownMs?: number;
 }
 
@@ -93,11 +93,11 @@ export interface DatadogOptions {
   host?: string;
   /** the Datadog Agent's DogStatsD port: an integer port from 1 to 65535 (DD_DOGSTATSD_PORT, default 8125). */
   port?: number;
-  /** unified service tagging: service: on every metric: a non-empty name of at most 200 characters (DD_SERVICE). */
+  /** unified service tagging (service:<name> on every metric): a non-empty name of at most 200 characters (DD_SERVICE). */
   service?: string;
-  /** unified service tagging: env: on every metric: a non-empty name of at most 200 characters (DD_ENV). */
+  /** unified service tagging (env:<name> on every metric): a non-empty name of at most 200 characters (DD_ENV). */
   env?: string;
-  /** unified service tagging: version: on every metric: a non-empty name of at most 200 characters (DD_VERSION). */
+  /** unified service tagging (version:<name> on every metric): a non-empty name of at most 200 characters (DD_VERSION). */
   version?: string;
   /** extra tags on every metric: tags separated by commas or spaces, e.g. team:dns,region:eu (no | or #) (DD_TAGS). */
   tags?: string[] | string;

@@ -19,14 +19,14 @@ function shownDefault(v) {
 }
 
 /**
- * The settings table: one row per setting with an environment variable, whose path starts with
- * one of `prefixes` (every setting but the test-only ones when there is none).
+ * The settings table: one row per setting whose path starts with one of `prefixes` (every setting
+ * but the test-only ones when there is none).
  * @param {readonly import('../lib/core/setting').Setting[]} rows
  * @param {string[]} prefixes e.g. ['datadog'] or ['tracer', 'dns']
  * @returns {string}
  */
 function settingsTable(rows, prefixes) {
-  const wanted = rows.filter((r) => r.env.length > 0 && (prefixes.length === 0
+  const wanted = rows.filter((r) => (prefixes.length === 0
     ? !r.path.startsWith('test.')
     : prefixes.some((p) => r.path === p || r.path.startsWith(`${p}.`))));
   const lines = [
@@ -35,7 +35,8 @@ function settingsTable(rows, prefixes) {
     ...wanted.map((r) => {
       const text = describe(r);
       const option = r.late ? '— (read when used)' : code(r.path);
-      return `| ${r.env.map(code).join(', then ')} | ${option} | ${shownDefault(r.default)} | ${cell(text)} |`;
+      const variables = r.env.length ? r.env.map(code).join(', then ') : '— (start() only)';
+      return `| ${variables} | ${option} | ${shownDefault(r.default)} | ${cell(text)} |`;
     }),
   ];
   return `${lines.join('\n')}\n`;

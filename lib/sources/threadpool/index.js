@@ -11,9 +11,9 @@ const { METRICS } = require('./metrics');
 
 const SETTINGS = Object.freeze([
   setting('tracer.mode', 'UVSCOPE_TRACER', parseOneOf(['auto', 'on', 'off']), 'auto (armed for a window when the pool looks saturated), on or off', { default: 'auto', doc: 'the threadpool tracer (async_hooks)' }),
-  setting('tracer.thresholdMs', 'UVSCOPE_TRACER_THRESHOLD_MS', parseInteger(1, 600000), 'an integer number of milliseconds from 1 to 600000 (a probe wait that arms the tracer)', { default: 250, doc: 'auto mode: a probe wait (completed, or of the probe still in flight) longer than this arms the tracer' }),
-  setting('tracer.windowMs', 'UVSCOPE_TRACER_WINDOW_MS', parseInteger(100, 3600000), 'an integer number of milliseconds from 100 to 3600000 (how long auto mode stays armed)', { default: 10000, doc: 'auto mode: how long the tracer stays armed' }),
-  setting('tracer.cooldownMs', 'UVSCOPE_TRACER_COOLDOWN_MS', parseInteger(0, 86400000), 'an integer number of milliseconds from 0 to 86400000 (time disarmed before auto mode may arm again)', { default: 90000, doc: 'auto mode: time disarmed before it may arm again' }),
+  setting('tracer.thresholdMs', 'UVSCOPE_TRACER_THRESHOLD_MS', parseInteger(1, 600000), 'an integer number of milliseconds from 1 to 600000 (a probe wait that arms the tracer)', { default: 250 }),
+  setting('tracer.windowMs', 'UVSCOPE_TRACER_WINDOW_MS', parseInteger(100, 3600000), 'an integer number of milliseconds from 100 to 3600000 (how long auto mode stays armed)', { default: 10000 }),
+  setting('tracer.cooldownMs', 'UVSCOPE_TRACER_COOLDOWN_MS', parseInteger(0, 86400000), 'an integer number of milliseconds from 0 to 86400000 (time disarmed before auto mode may arm again)', { default: 90000 }),
 ]);
 
 /** @type {import('../index').Source} */
