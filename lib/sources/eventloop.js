@@ -1,6 +1,5 @@
 'use strict';
 
-const { monitorEventLoopDelay, performance } = require('perf_hooks');
 const { Histogram } = require('../core/histogram');
 const { metricDef, RUNTIME } = require('./metric-def');
 
@@ -50,6 +49,7 @@ const METRICS = Object.freeze([
  * @returns {boolean}
  */
 function supportsSamplePerIteration() {
+  const { monitorEventLoopDelay } = require('perf_hooks');
   const [major, minor] = process.versions.node.split('.').map(Number);
   if (!((major === 24 && minor >= 19) || (major === 26 && minor >= 5) || major > 26)) return false;
   try {
@@ -81,6 +81,8 @@ function supportsSamplePerIteration() {
  * @param {'auto'|'timer'|'iteration'} [options.mode] auto: iteration where supported
  */
 function createEventLoopSampler(options = {}) {
+  // perf_hooks loads with the sampler, not with its declaration (it would cost the preload).
+  const { monitorEventLoopDelay, performance } = require('perf_hooks');
   const resolutionMs = options.resolutionMs || RESOLUTION_MS;
   const wanted = options.mode || 'auto';
   const mode = wanted === 'timer' || !supportsSamplePerIteration() ? 'timer' : 'iteration';
@@ -255,6 +257,7 @@ function openSchedstat() {
  * @returns {{ loopCount: number, events: number, eventsWaiting: number } | null}
  */
 function uvMetrics() {
+  const { performance } = require('perf_hooks');
   const info = performance.nodeTiming && performance.nodeTiming.uvMetricsInfo;
   return info && typeof info.loopCount === 'number' ? info : null;
 }

@@ -1,13 +1,11 @@
 'use strict';
 
-const v8 = require('v8');
-const { PerformanceObserver, constants } = require('perf_hooks');
 const { Histogram } = require('../core/histogram');
 const { metricDef, RUNTIME } = require('./metric-def');
 const { reportError } = require('../core/errors');
 
 // perf_hooks GC kinds (entry.detail.kind) by OpenTelemetry's v8js.gc.type names.
-const GC_TYPES = new Map([
+const gcTypes = (constants) => new Map([
   [constants.NODE_PERFORMANCE_GC_MAJOR, 'major'],
   [constants.NODE_PERFORMANCE_GC_MINOR, 'minor'],
   [constants.NODE_PERFORMANCE_GC_INCREMENTAL, 'incremental'],
@@ -33,6 +31,10 @@ const METRICS = Object.freeze([
  * @param {{ constrainedMemory?: () => number|undefined, gc?: boolean }} [options]
  */
 function createMemorySampler(options = {}) {
+  // v8 and perf_hooks load with the sampler, not with its declaration (they would cost the preload).
+  const v8 = require('v8');
+  const { PerformanceObserver, constants } = require('perf_hooks');
+  const GC_TYPES = gcTypes(constants);
   const constrained = options.constrainedMemory || (typeof process.constrainedMemory === 'function' ? () => process.constrainedMemory() : () => undefined);
   const gc = new Map(); // type -> Histogram
   let observer = null;
