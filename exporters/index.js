@@ -42,6 +42,11 @@
  * @property {() => { createExporter(context: ExporterContext, pre?: object): Exporter, early?: (context: ExporterContext) => { close(): void } }} load
  */
 
+/**
+ * @param {{ name: string, settings: ExporterEntry['settings'], early?: boolean }} manifest
+ * @param {ExporterEntry['load']} load
+ * @returns {Readonly<ExporterEntry>}
+ */
 const entry = (manifest, load) => Object.freeze({ name: manifest.name, settings: manifest.settings, early: Boolean(manifest.early), load });
 
 /** @type {readonly ExporterEntry[]} */
@@ -61,7 +66,8 @@ const BY_NAME = new Map(EXPORTERS.map((e) => [e.name, e]));
  */
 function startEarly(name, context) {
   const e = BY_NAME.get(name);
-  return e && e.early ? e.load().early(context) : undefined;
+  const early = e && e.early ? e.load().early : undefined;
+  return early ? early(context) : undefined;
 }
 
 /**
@@ -72,7 +78,9 @@ function startEarly(name, context) {
  * @returns {Exporter}
  */
 function createExporter(name, context, pre) {
-  const mod = BY_NAME.get(name).load();
+  const e = BY_NAME.get(name);
+  if (!e) throw new Error(`uvscope: no exporter ${name}`);
+  const mod = e.load();
   return pre === undefined ? mod.createExporter(context) : mod.createExporter(context, pre);
 }
 

@@ -44,7 +44,12 @@ const BY_PATH = new Map(SETTINGS.map((s) => [s.path, s]));
 /** The options of start() with nothing given and nothing set: each row's default, frozen. */
 const DEFAULTS = defaultsOf(SETTINGS);
 
+/**
+ * @param {readonly Readonly<import('../core/setting').Setting>[]} rows
+ * @returns {Readonly<Record<string, any>>}
+ */
 function defaultsOf(rows) {
+  /** @type {Record<string, any>} */
   const out = {};
   for (const row of rows) {
     if (row.late) continue;

@@ -13,12 +13,18 @@ const isIP = (s) => require('net').isIP(s);
 const TRUE = Object.freeze(['1', 'true', 'yes', 'on']);
 const FALSE = Object.freeze(['0', 'false', 'no', 'off']);
 
+/** @param {readonly string[]} words */
 const quoted = (words) => words.map((w) => `'${w}'`).join(' | ');
 
-// A parser with its TypeScript type.
+/**
+ * A parser with its TypeScript type.
+ * @template {Function} F
+ * @param {F} parse
+ * @param {string} ts
+ * @returns {F & { ts: string }}
+ */
 function typed(parse, ts) {
-  parse.ts = ts;
-  return parse;
+  return Object.assign(parse, { ts });
 }
 
 /**
