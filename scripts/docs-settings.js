@@ -42,7 +42,7 @@ function settingsTable(rows, prefixes) {
   return `${lines.join('\n')}\n`;
 }
 
-// What each group of options is, for index.d.ts.
+// What each group of options is, for index.d.ts (a new group without a line here gets a plain one).
 const GROUPS = Object.freeze({
   prometheus: 'The Prometheus exporter and the agent\'s HTTP endpoint (exporters/prometheus/).',
   snapshot: 'Where /snapshot.json is served when Prometheus is off (with Prometheus on, it is on its server).',
@@ -53,6 +53,9 @@ const GROUPS = Object.freeze({
   datadog: 'The DogStatsD exporter.',
 });
 
+/** @param {string} group */
+const about = (group) => GROUPS[group] || `The ${group} options.`;
+/** @param {string} group */
 const interfaceName = (group) => `${group[0].toUpperCase()}${group.slice(1)}Options`;
 
 /** One property of an options interface, with its JSDoc. */
@@ -81,13 +84,12 @@ function optionsTypes(rows) {
     if (key === undefined) out.push(...property(row, group, '  '));
     else if (!seen.has(group)) {
       seen.add(group);
-      if (!GROUPS[group]) throw new Error(`options group ${group} has no description in scripts/docs-settings.js GROUPS`);
-      out.push(`  /** ${GROUPS[group]} */`, `  ${group}?: ${interfaceName(group)};`);
+      out.push(`  /** ${about(group)} */`, `  ${group}?: ${interfaceName(group)};`);
     }
   }
   out.push('}');
   for (const group of groups) {
-    out.push('', `/** ${GROUPS[group]} */`, `export interface ${interfaceName(group)} {`);
+    out.push('', `/** ${about(group)} */`, `export interface ${interfaceName(group)} {`);
     for (const row of early.filter((r) => r.path.startsWith(`${group}.`))) out.push(...property(row, row.path.slice(group.length + 1), '  '));
     out.push('}');
   }
