@@ -116,6 +116,12 @@ describe('options', () => {
     assert.deepEqual(rows.filter((l) => /=>/.test(l)), []);
   });
 
+  it('each setting is declared once: one row per path, one row per variable', () => {
+    assert.equal(new Set(SETTINGS.map((s) => s.path)).size, SETTINGS.length);
+    const variables = SETTINGS.flatMap((s) => s.env);
+    assert.equal(new Set(variables).size, variables.length);
+  });
+
   it('nothing but lib/core/setting.js reads process.env', () => {
     const readers = shippedFiles().filter((f) => f !== path.join('lib', 'core', 'setting.js'))
       .filter((f) => /process\.env\b/.test(fs.readFileSync(path.join(ROOT, f), 'utf8').replace(/^\s*(\/\/|\*).*$/gm, '')));
