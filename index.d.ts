@@ -2,99 +2,119 @@
 
 import type { Registry } from 'prom-client';
 
+// The options of start(), generated from the settings rows each part declares (node scripts/docs.js).
+// <generated: options>
 export type ExporterName = 'prometheus' | 'otlp' | 'datadog';
 
-export interface PrometheusOptions {
-  /** Address the metrics server listens on (UVSCOPE_PROMETHEUS_HOST, default 127.0.0.1). */
+export interface Options {
+  /** do nothing: true/false, 1/0, yes/no, on/off (UVSCOPE_DISABLED, default false). */
+  disabled?: boolean;
+  /** the exporters to run: a comma-separated list of prometheus, otlp, datadog, or none (UVSCOPE_EXPORTERS, default prometheus). */
+  exporters?: ExporterName[] | string;
+  /** the sampling interval: an integer number of milliseconds from 50 to 3600000 (UVSCOPE_INTERVAL_MS, default 1000). */
+  intervalMs?: number;
+  /** the findings when the process exits: true/false, 1/0, yes/no, on/off (the text report on stderr), or a file path ending in .html (the page with the data embedded) (UVSCOPE_REPORT_ON_EXIT, default false). */
+  reportOnExit?: boolean | string;
+  /** Where /snapshot.json is served when Prometheus is off (with Prometheus on, it is on its server). */
+  snapshot?: SnapshotOptions;
+  /** Several processes of one app on one endpoint (cluster, PM2, NODE_OPTIONS children). */
+  multiprocess?: MultiprocessOptions;
+  /** The threadpool tracer (async_hooks). */
+  tracer?: TracerOptions;
+  /** The DNS source. */
+  dns?: DnsOptions;
+  /** The Prometheus exporter and the agent's HTTP endpoint (exporters/prometheus/). */
+  prometheus?: PrometheusOptions;
+  /** The OpenTelemetry (OTLP) exporter. */
+  otlp?: OtlpOptions;
+  /** The DogStatsD exporter. */
+  datadog?: DatadogOptions;
+}
+
+/** Where /snapshot.json is served when Prometheus is off (with Prometheus on, it is on its server). */
+export interface SnapshotOptions {
+  /** where /snapshot.json is served when Prometheus is off: an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0 (UVSCOPE_SNAPSHOT_HOST, default 127.0.0.1). */
   host?: string;
-  /** Port of the metrics server (UVSCOPE_PROMETHEUS_PORT, default 9464; 0 picks a free one). */
+  /** its port (0 picks a free one): an integer port from 0 to 65535 (UVSCOPE_SNAPSHOT_PORT, default 9464). */
   port?: number;
-  /** Put uvscope's metrics into this registry instead (prom-client 15 or @prometheus-io/client 0.16); no server is opened. */
+}
+
+/** Several processes of one app on one endpoint (cluster, PM2, NODE_OPTIONS children). */
+export interface MultiprocessOptions {
+  /** several processes of one app on one endpoint: true/false, 1/0, yes/no, on/off (true: a process that finds the endpoint's port held by another uvscope process sends its figures there) (UVSCOPE_MULTIPROCESS, default true). */
+  aggregate?: boolean;
+  /** other processes the endpoint serves at once: an integer from 1 to 4096 (UVSCOPE_MULTIPROCESS_MAX_PROCESSES, default 128). */
+  maxProcesses?: number;
+  /** how long the series of a process that stopped sending stay: an integer number of milliseconds from 1000 to 86400000 (default: 3 sampling intervals of that process) (UVSCOPE_MULTIPROCESS_TTL_MS). */
+  ttlMs?: number;
+}
+
+/** The threadpool tracer (async_hooks). */
+export interface TracerOptions {
+  /** the threadpool tracer (async_hooks): auto (armed for a window when the pool looks saturated), on or off (UVSCOPE_TRACER, default auto). */
+  mode?: 'auto' | 'on' | 'off';
+  /** an integer number of milliseconds from 1 to 600000 (a probe wait that arms the tracer) (UVSCOPE_TRACER_THRESHOLD_MS, default 250). */
+  thresholdMs?: number;
+  /** an integer number of milliseconds from 100 to 3600000 (how long auto mode stays armed) (UVSCOPE_TRACER_WINDOW_MS, default 10000). */
+  windowMs?: number;
+  /** an integer number of milliseconds from 0 to 86400000 (time disarmed before auto mode may arm again) (UVSCOPE_TRACER_COOLDOWN_MS, default 90000). */
+  cooldownMs?: number;
+}
+
+/** The DNS source. */
+export interface DnsOptions {
+  /** distinct hostnames kept as labels; later ones count as _other (each kept name costs about 10 KB): an integer from 1 to 100000 (UVSCOPE_DNS_MAX_NAMES, default 100). */
+  maxNames?: number;
+}
+
+/** The Prometheus exporter and the agent's HTTP endpoint (exporters/prometheus/). */
+export interface PrometheusOptions {
+  /** the address the metrics server listens on: an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0 (UVSCOPE_PROMETHEUS_HOST, default 127.0.0.1). */
+  host?: string;
+  /** the port of the metrics server (0 picks a free one): an integer port from 0 to 65535 (UVSCOPE_PROMETHEUS_PORT, default 9464). */
+  port?: number;
+  /** put uvscope's metrics into this registry instead (no server is opened): a Registry of prom-client 15 or @prometheus-io/client 0.16. */
   registry?: Registry;
 }
 
-export interface Options {
-  /** Do nothing (UVSCOPE_DISABLED). */
-  disabled?: boolean;
-  /** Exporters to run, or 'none' (UVSCOPE_EXPORTERS, default 'prometheus'). */
-  exporters?: ExporterName[] | string;
-  /** Sampling interval in milliseconds, 50 to 3600000 (UVSCOPE_INTERVAL_MS, default 1000). */
-  intervalMs?: number;
-  prometheus?: PrometheusOptions;
-  /** Several processes of one app on one endpoint (cluster, PM2, NODE_OPTIONS children). */
-  multiprocess?: {
-    /**
-     * When the endpoint's port is held by another uvscope process, send this process's figures
-     * there, served with a pid label (UVSCOPE_MULTIPROCESS, default true).
-     */
-    aggregate?: boolean;
-    /** Other processes the endpoint serves at once, 1 to 4096 (UVSCOPE_MULTIPROCESS_MAX_PROCESSES, default 128). */
-    maxProcesses?: number;
-    /**
-     * How long a process that stopped sending keeps its series, 1000 to 86400000 ms
-     * (UVSCOPE_MULTIPROCESS_TTL_MS; default 3 of that process's sampling intervals, at least 1 s).
-     */
-    ttlMs?: number;
-  };
-  /** Where /snapshot.json is served when Prometheus is off (with Prometheus on, it is on its server). */
-  snapshot?: {
-    /** UVSCOPE_SNAPSHOT_HOST, default 127.0.0.1. */
-    host?: string;
-    /** UVSCOPE_SNAPSHOT_PORT, default 9464; 0 picks a free port. */
-    port?: number;
-  };
-  dns?: {
-    /** Distinct hostnames kept as labels; the rest count as _other (UVSCOPE_DNS_MAX_NAMES, default 100). */
-    maxNames?: number;
-  };
-  /** The threadpool tracer (async_hooks), see the README. */
-  tracer?: {
-    /** UVSCOPE_TRACER, default 'auto' (armed for a window when the pool looks saturated). */
-    mode?: 'auto' | 'on' | 'off';
-    /** A probe wait that arms it in auto mode (UVSCOPE_TRACER_THRESHOLD_MS, default 250). */
-    thresholdMs?: number;
-    /** How long auto mode stays armed (UVSCOPE_TRACER_WINDOW_MS, default 10000). */
-    windowMs?: number;
-    /** Time disarmed before auto mode may arm again (UVSCOPE_TRACER_COOLDOWN_MS, default 90000). */
-    cooldownMs?: number;
-  };
-  /** Print the findings on stderr when the process exits (UVSCOPE_REPORT_ON_EXIT). */
-  /** true: the text report on stderr at exit; a path ending in .html: the page with the data embedded. */
-  reportOnExit?: boolean | string;
-  datadog?: DatadogOptions;
-  otlp?: {
-    /** UVSCOPE_OTLP_MODE, default 'auto'. */
-    mode?: 'auto' | 'companion' | 'standalone';
-    /** UVSCOPE_OTLP_RUNTIME_METRICS, default 'auto'. */
-    runtimeMetrics?: 'auto' | 'on' | 'off';
-  };
+/** The OpenTelemetry (OTLP) exporter. */
+export interface OtlpOptions {
+  /** where OTLP metrics go: auto (the app's global MeterProvider if it registers one, else uvscope's own), companion or standalone (UVSCOPE_OTLP_MODE, default auto). */
+  mode?: 'auto' | 'companion' | 'standalone';
+  /** whether to export nodejs.eventloop.* and v8js.*: auto (off when @opentelemetry/instrumentation-runtime-node is loaded), on or off (or true/false, 1/0, yes/no, on/off) (UVSCOPE_OTLP_RUNTIME_METRICS, default auto). */
+  runtimeMetrics?: 'auto' | 'on' | 'off';
 }
 
+/** The DogStatsD exporter. */
 export interface DatadogOptions {
-  /** DD_DOGSTATSD_URL: udp://host:port or unix:///path. */
+  /** where the Datadog Agent listens, as dd-trace reads it: udp://host[:port], unix:///path/to/dsd.socket or unixgram:///path/to/dsd.socket (DD_DOGSTATSD_URL). */
   url?: string;
-  /** DD_DOGSTATSD_HOST / DD_AGENT_HOST, default localhost. */
+  /** the Datadog Agent's host: the Datadog Agent's hostname or IP address (DD_DOGSTATSD_HOST / DD_AGENT_HOST, default localhost). */
   host?: string;
-  /** DD_DOGSTATSD_PORT, default 8125. */
+  /** the Datadog Agent's DogStatsD port: an integer port from 1 to 65535 (DD_DOGSTATSD_PORT, default 8125). */
   port?: number;
+  /** unified service tagging (service:<name> on every metric): a non-empty name of at most 200 characters (DD_SERVICE). */
   service?: string;
+  /** unified service tagging (env:<name> on every metric): a non-empty name of at most 200 characters (DD_ENV). */
   env?: string;
+  /** unified service tagging (version:<name> on every metric): a non-empty name of at most 200 characters (DD_VERSION). */
   version?: string;
-  /** DD_TAGS, as 'key:value' strings. */
+  /** extra tags on every metric: tags separated by commas or spaces, e.g. team:dns,region:eu (no | or #) (DD_TAGS). */
   tags?: string[] | string;
-  /** UVSCOPE_DATADOG_FLUSH_INTERVAL_MS, default 10000. */
+  /** how often gauges and counts are sent: an integer number of milliseconds from 1000 to 3600000 (UVSCOPE_DATADOG_FLUSH_INTERVAL_MS, default 10000). */
   flushIntervalMs?: number;
-  /** UVSCOPE_DATADOG_DNS_REFRESH_MS, default 60000. */
+  /** how often the Agent's hostname is looked up again: an integer number of milliseconds from 1000 to 86400000 (UVSCOPE_DATADOG_DNS_REFRESH_MS, default 60000). */
   dnsRefreshMs?: number;
-  /** UVSCOPE_DATADOG_MAX_LOOKUPS_PER_SECOND, default 200. */
+  /** lookup durations sent unsampled per second; above it they carry a sample rate: an integer from 1 to 100000 (UVSCOPE_DATADOG_MAX_LOOKUPS_PER_SECOND, default 200). */
   maxLookupsPerSecond?: number;
-  /** UVSCOPE_DATADOG_EVENT_LOOP, default 'auto'. */
+  /** whether to send nodejs.eventloop.* and v8js.* (heap, GC): auto (off when dd-trace runtime metrics are on), or true/false, 1/0, yes/no, on/off (UVSCOPE_DATADOG_EVENT_LOOP, default auto). */
   eventLoop?: 'auto' | boolean;
-  /** UVSCOPE_DATADOG_TRACE_TAGS, default true. */
+  /** tag dd-trace's dns.lookup spans with uvscope's context: true/false, 1/0, yes/no, on/off (UVSCOPE_DATADOG_TRACE_TAGS, default true). */
   traceTags?: boolean;
-  /** An existing hot-shots client to send through. */
+  /** send through this client instead of uvscope's own: a hot-shots StatsD client (gauge, increment and distribution methods). */
   client?: import('hot-shots').StatsD;
 }
+// </generated>
 
 /** What a finding's cause cost in the findings window. */
 export interface FindingImpact {
@@ -153,7 +173,12 @@ export interface DnsHostDetails {
 
 /** snapshot.details: per-sampler figures for the last interval, by sampler name. */
 export interface SnapshotDetails {
-  readonly dns?: { readonly inFlight: number; readonly hosts: readonly DnsHostDetails[] };
+  readonly dns?: {
+    readonly inFlight: number;
+    /** Threads that may run getaddrinfo at once ((UV_THREADPOOL_SIZE+1)/2), as the lookups' wait was modelled. */
+    readonly dnsSlots: number;
+    readonly hosts: readonly DnsHostDetails[];
+  };
   readonly connections?: {
     readonly connections: number;
     readonly requests: number;

@@ -1,15 +1,19 @@
 'use strict';
 
-// Every exporter, in one list. An exporter is a folder exporters/<name>/ whose index.js exports
-// createExporter(context), plus one line below. Each is loaded only when it is on, so its
-// optional dependencies (prom-client, hot-shots, OpenTelemetry) load only then.
+// exporters/: where the catalog's metrics leave the process. Every exporter, in one list. An
+// exporter is a folder exporters/<name>/ with a manifest.js (its name, settings rows and whether it
+// has early work; light, it imports only lib/core and lib/settings) and an index.js exporting
+// createExporter(context), plus one line below. lib/agent/options.js takes the names and rows from
+// the manifests; each index.js is loaded only when its exporter is on, so its optional dependencies
+// (prom-client, hot-shots, OpenTelemetry) load only then. Exporters may import lib/ up to
+// lib/report/ (scripts/check-requires.js).
 
 /**
  * The exporter contract. Push exporters get export(snapshot) after every sample; pull exporters
  * read context.latest() when asked. Exporters never call samplers.
  * @typedef {object} Exporter
  * @property {string} name
- * @property {(snapshot: import('./snapshot').Snapshot) => void} [export]
+ * @property {(snapshot: import('../lib/snapshot/snapshot').Snapshot) => void} [export]
  * @property {() => (void|Promise<void>)} close
  */
 
@@ -17,52 +21,66 @@
  * What an exporter is given: the agent's narrow face, never the Agent itself.
  * @typedef {object} ExporterContext
  * @property {Readonly<object>} options resolved options (lib/agent/options.js)
- * @property {() => import('./snapshot').Snapshot | null} latest the last snapshot (null before the first sample)
- * @property {() => import('./snapshot').Snapshot} sampleNow take a sample now (e.g. a last one before exit)
- * @property {typeof import('./channels')} channels the diagnostics channels (lib/core/channels.js)
+ * @property {() => import('../lib/snapshot/snapshot').Snapshot | null} latest the last snapshot (null before the first sample)
+ * @property {() => import('../lib/snapshot/snapshot').Snapshot} sampleNow take a sample now (e.g. a last one before exit)
+ * @property {typeof import('../lib/core/channels')} channels the diagnostics channels (lib/core/channels.js)
  * @property {Function} ownLookup dns.lookup-compatible, not counted as the app's (lib/core/own-io.js)
  * @property {(protocol: string, options?: object) => import('http').Agent} ownAgent an http(s)
  *   Agent for the exporter's own requests, not counted as the app's (lib/core/own-io.js)
- * @property {import('./server').AgentServer | null} server the agent's HTTP endpoint, to add
+ * @property {import('../lib/endpoint/server').AgentServer | null} server the agent's HTTP endpoint, to add
  *   routes to (null when it opens none: UVSCOPE_EXPORTERS=none, or the app gave its own registry)
  */
 
-/** @type {Readonly<Record<string, () => { createExporter(context: ExporterContext): Exporter }>>} */
-const EXPORTERS = Object.freeze({
-  prometheus: () => require('./prometheus'),
-  otlp: () => require('./otlp'),
-  datadog: () => require('./datadog'),
-});
-
 /**
- * Exporters with work that cannot wait for the agent's second phase (lib/agent/agent.js start()): their
- * early(context) runs in the preload, and what it returns is handed to createExporter later.
- * Only these exporters' modules load in the preload; the others' load with their libraries.
- * @type {Readonly<Record<string, () => (context: ExporterContext) => { close(): void }>>}
+ * An exporter's declaration (its manifest.js) and how to load its implementation.
+ * @typedef {object} ExporterEntry
+ * @property {string} name
+ * @property {readonly import('../lib/core/setting').Setting[]} settings its settings rows
+ * @property {boolean} [early] its index.js exports early(context), work that cannot wait for the
+ *   agent's second phase (lib/agent/agent.js start()): it runs in the preload, and what it returns
+ *   is handed to createExporter later. Only these exporters' modules load in the preload.
+ * @property {() => { createExporter(context: ExporterContext, pre?: object): Exporter, early?: (context: ExporterContext) => { close(): void } }} load
  */
-const EARLY = Object.freeze({
-  datadog: () => require('./datadog').early, // tags on dd-trace's dns.lookup spans
-});
 
 /**
- * An exporter's early work (see EARLY), if it has any.
- * @param {string} name a key of EXPORTERS
+ * @param {{ name: string, settings: ExporterEntry['settings'], early?: boolean }} manifest
+ * @param {ExporterEntry['load']} load
+ * @returns {Readonly<ExporterEntry>}
+ */
+const entry = (manifest, load) => Object.freeze({ name: manifest.name, settings: manifest.settings, early: Boolean(manifest.early), load });
+
+/** @type {readonly ExporterEntry[]} */
+const EXPORTERS = Object.freeze([
+  entry(require('./prometheus/manifest'), () => require('./prometheus')),
+  entry(require('./otlp/manifest'), () => require('./otlp')),
+  entry(require('./datadog/manifest'), () => require('./datadog')),
+]);
+
+const BY_NAME = new Map(EXPORTERS.map((e) => [e.name, e]));
+
+/**
+ * An exporter's early work (see ExporterEntry), if it has any.
+ * @param {string} name an exporter's name
  * @param {ExporterContext} context
  * @returns {{ close(): void } | undefined}
  */
 function startEarly(name, context) {
-  return EARLY[name] ? EARLY[name]()(context) : undefined;
+  const e = BY_NAME.get(name);
+  const early = e && e.early ? e.load().early : undefined;
+  return early ? early(context) : undefined;
 }
 
 /**
  * Create one exporter by name.
- * @param {string} name a key of EXPORTERS
+ * @param {string} name an exporter's name
  * @param {ExporterContext} context
  * @param {object} [pre] what startEarly(name, context) returned
  * @returns {Exporter}
  */
 function createExporter(name, context, pre) {
-  const mod = EXPORTERS[name]();
+  const e = BY_NAME.get(name);
+  if (!e) throw new Error(`uvscope: no exporter ${name}`);
+  const mod = e.load();
   return pre === undefined ? mod.createExporter(context) : mod.createExporter(context, pre);
 }
 

@@ -2,22 +2,29 @@
 'use strict';
 
 // The tables in README.md and docs/*.md that copy code (the metric catalog, as each exporter names
-// it, and the warning codes) are generated here, between markers:
+// it, the settings rows and the warning codes) are generated here, between markers, wherever they
+// are in those files:
 //
 //   <!-- generated: metrics threadpool -->
 //   ...table...
 //   <!-- /generated -->
 //
+// and so are the options of start() in index.d.ts, between `// <generated: options>` and
+// `// </generated>`, from the settings rows (each parser's `ts` is its TypeScript type).
+//
 //   node scripts/docs.js          rewrite every generated table
 //   node scripts/docs.js --check  list the tables that differ from the code (exit 1), as
 //                                 test/scripts/docs.test.js does
 //
-// Adding a metric is: its catalog entry (lib/snapshot/catalog.js), then `node scripts/docs.js`.
+// Adding a metric or a setting is: its declaration (in its source or exporter), then
+// `node scripts/docs.js`.
 
 const fs = require('fs');
 const path = require('path');
 const { CATALOG, shortName } = require('../lib/snapshot/catalog');
 const { WARNINGS } = require('../lib/core/warnings');
+const { SETTINGS } = require('../lib/agent/options');
+const { settingsTable, optionsTypes } = require('./docs-settings');
 const { prometheusName } = require('../exporters/prometheus');
 const { sentMetrics } = require('../exporters/datadog/series');
 const { instrumentOf } = require('../exporters/otlp/instruments');
@@ -146,7 +153,26 @@ const GENERATORS = Object.freeze({
   'otlp-left-out': otlpLeftOut,
   warnings: warningsTable,
   findings: findingsBlock,
+  settings: (...prefixes) => settingsTable(SETTINGS, prefixes),
 });
+
+const TYPES_FILE = 'index.d.ts';
+const TYPES_BLOCK = /(\/\/ <generated: options>\n)([\s\S]*?)(\/\/ <\/generated>)/;
+
+/**
+ * index.d.ts with its generated options rendered from the settings rows.
+ * @param {string} text
+ * @returns {{ text: string, blocks: { name: string, before: string, after: string }[] }}
+ */
+function renderTypes(text) {
+  const blocks = [];
+  const out = text.replace(TYPES_BLOCK, (all, open, body, close) => {
+    const after = optionsTypes(SETTINGS);
+    blocks.push({ name: 'options', before: body, after });
+    return open + after + close;
+  });
+  return { text: out, blocks };
+}
 
 /**
  * A markdown text with every generated block rendered from the code.
@@ -189,19 +215,22 @@ function check() {
   for (const m of CATALOG) if (!groupOf(m.name)) problems.push(`lib/snapshot/catalog.js: ${m.name} is in no metrics group (scripts/docs.js GROUPS)`);
   const metricsPage = path.join('docs', 'metrics.md');
   for (const [g] of GROUPS) if (!specs.has(`${metricsPage}: metrics ${g}`)) problems.push(`${metricsPage}: no "metrics ${g}" table`);
-  for (const s of [path.join('docs', 'settings.md') + ': warnings', path.join('docs', 'datadog.md') + ': datadog', path.join('docs', 'opentelemetry.md') + ': otlp']) {
+  for (const s of [path.join('docs', 'settings.md') + ': warnings', 'README.md: findings summary', path.join('docs', 'findings.md') + ': findings', path.join('docs', 'datadog.md') + ': datadog', path.join('docs', 'opentelemetry.md') + ': otlp']) {
     if (!specs.has(s)) problems.push(`${s.replace(': ', ': no "')}" table`);
   }
+  const types = renderTypes(fs.readFileSync(path.join(ROOT, TYPES_FILE), 'utf8'));
+  if (types.blocks.length === 0) problems.push(`${TYPES_FILE}: no "// <generated: options>" block`);
+  for (const b of types.blocks) if (b.before !== b.after) problems.push(`${TYPES_FILE}: the options differ from the settings rows; run node scripts/docs.js`);
   return problems;
 }
 
 /** Rewrite every generated block. @returns {string[]} the files changed */
 function write() {
   const changed = [];
-  for (const file of files()) {
+  for (const file of [...files(), TYPES_FILE]) {
     const p = path.join(ROOT, file);
     const before = fs.readFileSync(p, 'utf8');
-    const { text } = render(before);
+    const { text } = file === TYPES_FILE ? renderTypes(before) : render(before);
     if (text !== before) {
       fs.writeFileSync(p, text);
       changed.push(file);
@@ -221,4 +250,4 @@ if (require.main === module) {
   }
 }
 
-module.exports = { render, check, write, groupOf, GROUPS };
+module.exports = { render, renderTypes, check, write, groupOf, GROUPS };

@@ -3,14 +3,16 @@
 
 const { warnOnce, countError, reportError } = require('../../lib/core/errors');
 const { WARNINGS } = require('../../lib/core/warnings');
-const { readSetting } = require('../../lib/agent/options');
+const { readSetting } = require('../../lib/core/setting');
+const { UV_THREADPOOL_SIZE } = require('../../lib/core/libuv');
+const { RUNTIME_METRICS } = require('./manifest');
 const { findPoint } = require('../../lib/snapshot/snapshot');
 const { createSink } = require('./transport');
 const { createSeriesFlusher, tag } = require('./series');
 const { CATALOG } = require('../../lib/snapshot/catalog');
 const { createEventDistributions } = require('./lookups');
 const { createSpanTagger } = require('./spans');
-const { processIdentity } = require('../../lib/endpoint/multiprocess');
+const { processIdentity } = require('../../lib/core/identity');
 
 /**
  * The DogStatsD exporter (UVSCOPE_EXPORTERS=datadog): gauges, counts and the queue-wait count/sum
@@ -117,7 +119,7 @@ function unifiedTags(o) {
 // runtime.node.heap.*, runtime.node.gc.*).
 function sendEventLoop(setting) {
   if (setting !== 'auto') return setting;
-  return !readSetting('datadog.runtimeMetrics');
+  return !readSetting(RUNTIME_METRICS);
 }
 
 function poolSize(latest) {
@@ -125,7 +127,7 @@ function poolSize(latest) {
     const p = /** @type {{ value?: number } | undefined} */ (findPoint(latest.points, 'nodejs.uv.threadpool.size'));
     if (p) return p.value;
   }
-  return readSetting('threadpool.size');
+  return readSetting(UV_THREADPOOL_SIZE);
 }
 
 function onError(what, err) {

@@ -2,10 +2,11 @@
 'use strict';
 
 const { createOwnAgent } = require('../../lib/core/own-io');
-const { otlpStandardSettings, readSetting } = require('../../lib/agent/options');
+const { readSetting } = require('../../lib/core/setting');
+const { otlpStandardSettings, EXPORT_TIMEOUT } = require('./manifest');
 const { warnOnce, countError } = require('../../lib/core/errors');
 const { WARNINGS } = require('../../lib/core/warnings');
-const { processIdentity, PID_ATTRIBUTE, WORKER_ATTRIBUTE } = require('../../lib/endpoint/multiprocess');
+const { processIdentity, PID_ATTRIBUTE, WORKER_ATTRIBUTE } = require('../../lib/core/identity');
 const { createReader } = require('./reader');
 
 // Each export attempt of uvscope's own exporter is bounded by this (or by the standard timeout
@@ -16,7 +17,7 @@ const { createReader } = require('./reader');
 // interval is not retried: with cumulative temporality, the default, the next export carries it.
 const EXPORT_TIMEOUT_MAX_MS = 750;
 
-// One exporter package per OTLP protocol (lib/agent/options.js OTLP_PROTOCOLS), as the SDK's own NodeSDK
+// One exporter package per OTLP protocol (manifest.js PROTOCOLS), as the SDK's own NodeSDK
 // picks them (sdk-node getOtlpMetricExporterFromEnv). The exporter packages read the rest of the
 // standard variables themselves (OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT, _HEADERS,
 // _COMPRESSION, _CERTIFICATE, OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE), and the resources
@@ -115,7 +116,7 @@ function reportingFailures(exporter, settings) {
 }
 
 /**
- * The standard settings (lib/agent/options.js) and one export attempt's timeout: the standard timeout
+ * The standard settings (manifest.js) and one export attempt's timeout: the standard timeout
  * variables (OTEL_EXPORTER_OTLP_METRICS_TIMEOUT, then OTEL_EXPORTER_OTLP_TIMEOUT, 10 s by default),
  * the collection timeout and EXPORT_TIMEOUT_MAX_MS, whichever is lowest.
  * @param {NodeJS.ProcessEnv} [env]
@@ -123,7 +124,7 @@ function reportingFailures(exporter, settings) {
  */
 function standaloneSettings(env) {
   const settings = otlpStandardSettings(env);
-  return { ...settings, exportTimeoutMs: Math.min(readSetting('otlp.exportTimeoutMs', env), settings.timeoutMs, EXPORT_TIMEOUT_MAX_MS) };
+  return { ...settings, exportTimeoutMs: Math.min(readSetting(EXPORT_TIMEOUT, env), settings.timeoutMs, EXPORT_TIMEOUT_MAX_MS) };
 }
 
 module.exports = { createStandaloneProvider, standaloneSettings, PROTOCOLS, EXPORT_TIMEOUT_MAX_MS };

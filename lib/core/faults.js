@@ -19,8 +19,16 @@ const SEAMS = Object.freeze([
   // `export:<exporter>`
 ]);
 
+const { setting, readSetting } = require('./setting');
+const { parseString } = require('../settings/parsers');
+
+/** The settings declared here (lib/agent/options.js lists them). */
+const SETTINGS = Object.freeze([
+  setting('test.faults', 'UVSCOPE_TEST_FAULTS', parseString, 'seam names, comma-separated', { late: true, default: '' }),
+]);
+
 const faults = new Map();
-for (const entry of String(require('../agent/options').readSetting('test.faults') || '').split(',')) {
+for (const entry of String(readSetting(SETTINGS[0]) || '').split(',')) {
   const [seam, times] = entry.trim().split('@');
   if (seam) faults.set(seam, times === undefined ? Infinity : Number(times));
 }
@@ -37,4 +45,4 @@ function injectFault(seam) {
   throw new Error(`uvscope test fault at ${seam}`);
 }
 
-module.exports = { injectFault, SEAMS };
+module.exports = { injectFault, SEAMS, SETTINGS };

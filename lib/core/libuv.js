@@ -3,6 +3,8 @@
 
 // libuv's own rules, in one place for samplers, findings and exporters alike.
 
+const { setting } = require('./setting');
+
 /**
  * The effective libuv threadpool size for a UV_THREADPOOL_SIZE value, computed as libuv's
  * init_threads() does (src/threadpool.c): atoi(), 0 becomes 1, anything above 1024 (including
@@ -31,4 +33,12 @@ function dnsSlots(size) {
   return Math.floor((size + 1) / 2);
 }
 
-module.exports = { threadpoolSize, dnsSlots };
+// libuv's own variable, read as libuv reads it (never invalid) when used: the app may set it in its
+// own code before its first threadpool job. Read by the threadpool and DNS samplers and DogStatsD.
+const UV_THREADPOOL_SIZE = setting('threadpool.size', 'UV_THREADPOOL_SIZE', threadpoolSize, 'a number (libuv reads it with atoi and clamps it to 1..1024)',
+  { late: true, default: threadpoolSize(undefined), keepEmpty: true, doc: 'libuv\'s own variable, read (never set) when first used, after the app\'s top-level code' });
+
+/** The settings declared here (lib/agent/options.js lists them). */
+const SETTINGS = Object.freeze([UV_THREADPOOL_SIZE]);
+
+module.exports = { threadpoolSize, dnsSlots, UV_THREADPOOL_SIZE, SETTINGS };

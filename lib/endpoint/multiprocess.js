@@ -18,6 +18,7 @@ const { CATALOG } = require('../snapshot/catalog');
 const { warnOnce, countError, reportError } = require('../core/errors');
 const { WARNINGS } = require('../core/warnings');
 const { createOwnAgent } = require('../core/own-io');
+const { processIdentity, processAttributes, PID_ATTRIBUTE, WORKER_ATTRIBUTE } = require('../core/identity');
 
 const PUSH_PATH = '/uvscope/v1/push';
 // A header a browser cannot send cross-origin without a CORS preflight, which is never answered.
@@ -41,36 +42,7 @@ const WORKER_GRACE_MS = 1000;
 // A push failing with these means nobody listens on the port any more: try to take it over.
 const GONE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE']);
 
-const PID_ATTRIBUTE = 'process.pid';
-const WORKER_ATTRIBUTE = 'nodejs.cluster.worker.id';
 const CATALOG_ATTRIBUTES = new Map(CATALOG.map((m) => [m.name, new Set(m.attributes)]));
-
-/**
- * This process as the holder's labels name it: its pid, and its node:cluster worker id when it is
- * a cluster worker (PM2 cluster mode runs its instances as cluster workers too).
- * @returns {{ pid: number, workerId: string|undefined }}
- */
-function processIdentity() {
-  let workerId;
-  try {
-    const cluster = require('cluster');
-    if (cluster.isWorker && cluster.worker) workerId = String(cluster.worker.id);
-  } catch {
-    // No cluster module (an embedder): no worker id.
-  }
-  return { pid: process.pid, workerId };
-}
-
-/**
- * The attributes that tell one process's series from another's.
- * @param {{ pid: number, workerId?: string }} identity
- * @returns {Record<string, string>}
- */
-function processAttributes(identity) {
-  const out = { [PID_ATTRIBUTE]: String(identity.pid) };
-  if (identity.workerId !== undefined) out[WORKER_ATTRIBUTE] = identity.workerId;
-  return out;
-}
 
 /**
  * The holder's side: accepts pushes from this machine only, keeps each process's latest snapshot,

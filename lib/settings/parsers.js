@@ -1,15 +1,31 @@
 'use strict';
 
-// One parser per type of setting, for the SETTINGS table in lib/agent/options.js. Each takes the raw
-// value (a string from the environment, or whatever was given to start()) and returns the parsed
-// value, or undefined for a bad one: lib/agent/options.js then warns once, naming the setting, the value
-// and what is accepted, and uses the default.
+// One parser per type of setting, for the rows each part declares (lib/core/setting.js). Each
+// takes the raw value (a string from the environment, or whatever was given to start()) and
+// returns the parsed value, or undefined for a bad one: the reader then warns once, naming the
+// setting, the value and what is accepted, and uses the default. Each parser carries `ts`, the
+// TypeScript type of what start() accepts, for the options of index.d.ts (scripts/docs.js).
+// This folder imports nothing: it sits below lib/core/.
 
 // net is loaded only when a bracketed address is parsed (this runs in the preload; net costs ~2 ms).
 const isIP = (s) => require('net').isIP(s);
 
 const TRUE = Object.freeze(['1', 'true', 'yes', 'on']);
 const FALSE = Object.freeze(['0', 'false', 'no', 'off']);
+
+/** @param {readonly string[]} words */
+const quoted = (words) => words.map((w) => `'${w}'`).join(' | ');
+
+/**
+ * A parser with its TypeScript type.
+ * @template {Function} F
+ * @param {F} parse
+ * @param {string} ts
+ * @returns {F & { ts: string }}
+ */
+function typed(parse, ts) {
+  return Object.assign(parse, { ts });
+}
 
 /**
  * A boolean: true/false, 1/0, yes/no, on/off (any case), or a boolean given to start().
@@ -23,6 +39,7 @@ function parseBoolean(raw) {
   if (FALSE.includes(s)) return false;
   return undefined;
 }
+parseBoolean.ts = 'boolean';
 
 /**
  * 'auto', or a boolean in any form parseBoolean accepts.
@@ -33,6 +50,7 @@ function parseAutoBoolean(raw) {
   if (typeof raw === 'string' && raw.trim().toLowerCase() === 'auto') return 'auto';
   return parseBoolean(raw);
 }
+parseAutoBoolean.ts = "'auto' | boolean";
 
 /**
  * A parser for an integer from min to max (decimal digits only: no sign, exponent or fraction).
@@ -41,12 +59,12 @@ function parseAutoBoolean(raw) {
  * @returns {(raw: unknown) => number|undefined}
  */
 function parseInteger(min, max) {
-  return (raw) => {
+  return typed((raw) => {
     const s = typeof raw === 'number' ? String(raw) : String(raw).trim();
     if (!/^\d+$/.test(s)) return undefined;
     const n = Number(s);
     return n >= min && n <= max ? n : undefined;
-  };
+  }, 'number');
 }
 
 /**
@@ -57,11 +75,11 @@ function parseInteger(min, max) {
  * @returns {(raw: unknown) => string|undefined}
  */
 function parseOneOf(words, aliases = {}) {
-  return (raw) => {
+  return typed((raw) => {
     const s = String(raw).trim().toLowerCase();
     if (words.includes(s)) return s;
     return Object.hasOwn(aliases, s) ? aliases[s] : undefined;
-  };
+  }, quoted(words));
 }
 
 /**
@@ -71,7 +89,7 @@ function parseOneOf(words, aliases = {}) {
  * @returns {(raw: unknown) => readonly string[]|undefined}
  */
 function parseList(words) {
-  return (raw) => {
+  return typed((raw) => {
     const list = (Array.isArray(raw) ? raw : String(raw).split(','))
       .map((e) => String(e).trim().toLowerCase())
       .filter(Boolean);
@@ -79,7 +97,7 @@ function parseList(words) {
     if (list.length === 1 && list[0] === 'none') return Object.freeze([]);
     if (!list.every((e) => words.includes(e))) return undefined;
     return Object.freeze([...new Set(list)]);
-  };
+  }, `(${quoted(words)})[] | string`);
 }
 
 /**
@@ -91,6 +109,7 @@ function parseHost(raw) {
   const s = String(raw).trim();
   return s !== '' && /^[A-Za-z0-9.:\-[\]%]+$/.test(s) ? s.replace(/^\[(.*)\]$/, '$1') : undefined;
 }
+parseHost.ts = 'string';
 
 /**
  * A name such as DD_SERVICE: any non-empty string of at most 200 characters (characters
@@ -102,6 +121,7 @@ function parseName(raw) {
   const s = String(raw).trim();
   return s === '' || s.length > 200 ? undefined : s;
 }
+parseName.ts = 'string';
 
 /**
  * Any string, as given (variables uvscope passes on to what reads them, e.g. glibc's
@@ -112,6 +132,7 @@ function parseName(raw) {
 function parseString(raw) {
   return String(raw);
 }
+parseString.ts = 'string';
 
 /**
  * DD_DOGSTATSD_URL as dd-trace and the Datadog client libraries read it: udp://host[:port],
@@ -131,6 +152,7 @@ function parseDogStatsdUrl(raw) {
   if (port < 1 || port > 65535) return undefined;
   return Object.freeze({ protocol: 'udp', host, port });
 }
+parseDogStatsdUrl.ts = 'string';
 
 /**
  * Tags as DD_TAGS has them, "key:value,key2:value2" or space separated (as dd-trace and the
@@ -150,6 +172,7 @@ function parseTags(raw) {
   if (list.some((t) => t.length > 200 || /[|#\n\r]/.test(t) || t.startsWith(':'))) return undefined;
   return Object.freeze(list);
 }
+parseTags.ts = 'string[] | string';
 
 /**
  * A parser for an object given to start() that has the given methods (an app's own client).
@@ -157,7 +180,7 @@ function parseTags(raw) {
  * @returns {(raw: unknown) => object|undefined}
  */
 function parseObjectWith(methods) {
-  return (raw) => (raw && typeof raw === 'object' && methods.every((m) => typeof raw[m] === 'function') ? raw : undefined);
+  return typed((raw) => (raw && typeof raw === 'object' && methods.every((m) => typeof raw[m] === 'function') ? raw : undefined), 'object');
 }
 
 /**
@@ -166,10 +189,10 @@ function parseObjectWith(methods) {
  * @returns {(raw: unknown) => string|undefined}
  */
 function parseMatching(pattern) {
-  return (raw) => {
+  return typed((raw) => {
     const s = String(raw).trim();
     return s !== '' && pattern.test(s) ? s : undefined;
-  };
+  }, 'string');
 }
 
 /**
@@ -178,17 +201,30 @@ function parseMatching(pattern) {
  * @returns {(raw: unknown) => unknown}
  */
 function parseEither(...parsers) {
-  return (raw) => {
+  return typed((raw) => {
     for (const parse of parsers) {
       const v = parse(raw);
       if (v !== undefined) return v;
     }
     return undefined;
-  };
+  }, parsers.map((p) => p.ts).join(' | '));
 }
 
+/**
+ * 'auto', 'on' or 'off', from 'auto' or a boolean in any form parseBoolean accepts.
+ * @param {unknown} raw
+ * @returns {'auto'|'on'|'off'|undefined}
+ */
+function parseAutoOnOff(raw) {
+  const v = parseAutoBoolean(raw);
+  if (v === true) return 'on';
+  if (v === false) return 'off';
+  return v;
+}
+parseAutoOnOff.ts = "'auto' | 'on' | 'off'";
+
 module.exports = {
-  parseMatching, parseEither,
+  parseMatching, parseEither, parseAutoOnOff,
   parseBoolean, parseAutoBoolean, parseInteger, parseOneOf, parseList, parseHost, parseName, parseString,
   parseDogStatsdUrl, parseTags, parseObjectWith,
 };

@@ -2,7 +2,7 @@
 
 const diagnosticsChannel = require('diagnostics_channel');
 const { Histogram } = require('../core/histogram');
-const { CONNECT_BUCKETS } = require('../snapshot/catalog');
+const { metricDef } = require('./metric-def');
 const { reportError } = require('../core/errors');
 const { creatingOwnConnection, isOwnRequest } = require('../core/own-io');
 const { subscribed: CHANNELS } = require('../core/channels');
@@ -10,6 +10,18 @@ const { injectFault } = require('../core/faults');
 
 // Hostnames kept per-host for keep-alive evidence.
 const MAX_HOSTS = 100;
+
+/** Upper bounds for outgoing connect phases (DNS lookup, TCP handshake). */
+const CONNECT_BUCKETS = Object.freeze([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 4, 6, 9, 11, 20, 30]);
+
+/** @type {readonly import('./metric-def').MetricDef[]} */
+const METRICS = Object.freeze([
+  metricDef('nodejs.net.connect.duration', 'histogram', 's', ['nodejs.net.connect.phase'],
+    'Outgoing TCP connections: time from the socket\'s creation to its lookup event (phase dns) and from there to connect (phase tcp; from creation when no lookup was needed).',
+    CONNECT_BUCKETS),
+  metricDef('nodejs.http.client.requests', 'counter', '{request}', ['nodejs.http.client', 'nodejs.http.connection.reused'],
+    'Outgoing HTTP requests by client (http: http/https modules; fetch: undici) and whether they reused a kept-alive connection.'),
+]);
 
 /**
  * Outgoing connections and requests: how long each TCP connect takes and how much of it is the
@@ -155,4 +167,13 @@ function hostOf(origin) {
   }
 }
 
-module.exports = { createConnectionsSampler };
+/** @type {import('./index').Source} */
+const source = Object.freeze({
+  name: 'connections',
+  early: true,
+  settings: Object.freeze([]),
+  metrics: METRICS,
+  create: () => createConnectionsSampler(),
+});
+
+module.exports = { source, CONNECT_BUCKETS, createConnectionsSampler };

@@ -1,8 +1,7 @@
 'use strict';
 
-const { monitorEventLoopDelay, performance } = require('perf_hooks');
 const { Histogram } = require('../core/histogram');
-const { EVENTLOOP_BUCKETS } = require('../snapshot/catalog');
+const { metricDef, RUNTIME } = require('./metric-def');
 
 const RESOLUTION_MS = 10;
 // Linux: nanoseconds the calling thread ran on a CPU and waited on a run queue for one
@@ -10,6 +9,35 @@ const RESOLUTION_MS = 10;
 // place (pread at 0, about 4 us): a procfs file, no disk.
 const THREAD_SCHEDSTAT = '/proc/thread-self/schedstat';
 const RESOLUTION_NS = RESOLUTION_MS * 1e6;
+
+/** Upper bounds for event-loop delay (lateness of a 10 ms timer). */
+const EVENTLOOP_BUCKETS = Object.freeze([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
+
+/** @type {readonly import('./metric-def').MetricDef[]} */
+const METRICS = Object.freeze([
+  metricDef('nodejs.eventloop.delay', 'histogram', 's', [],
+    'Event-loop delay. Mode iteration (Node 24.19+, 26.5+): how long each loop iteration ran. Mode timer: how late a 10 ms timer fired (the resolution is subtracted). See nodejs.eventloop.delay.mode; the two do not compare.',
+    EVENTLOOP_BUCKETS, {
+      ...RUNTIME,
+      intervalGauges: Object.freeze(['min', 'max', 'mean', 'p50', 'p90', 'p99'].map((s) => `nodejs.eventloop.delay.${s}`)),
+    }),
+  metricDef('nodejs.eventloop.delay.mode', 'gauge', '1', ['nodejs.eventloop.delay.mode'],
+    'How this process samples event-loop delay (always 1; the attribute says it): iteration (one sample per loop iteration, monitorEventLoopDelay({ samplePerIteration }), Node 24.19+ and 26.5+) or timer (a 10 ms timer\'s lateness).'),
+  metricDef('nodejs.eventloop.delay.min', 'gauge', 's', [], 'Smallest event-loop delay in the last sampling interval.', undefined, RUNTIME),
+  metricDef('nodejs.eventloop.delay.max', 'gauge', 's', [], 'Largest event-loop delay in the last sampling interval.', undefined, RUNTIME),
+  metricDef('nodejs.eventloop.delay.mean', 'gauge', 's', [], 'Mean event-loop delay in the last sampling interval.', undefined, RUNTIME),
+  metricDef('nodejs.eventloop.delay.p50', 'gauge', 's', [], 'Median event-loop delay in the last sampling interval.', undefined, RUNTIME),
+  metricDef('nodejs.eventloop.delay.p90', 'gauge', 's', [], '90th percentile event-loop delay in the last sampling interval.', undefined, RUNTIME),
+  metricDef('nodejs.eventloop.delay.p99', 'gauge', 's', [], '99th percentile event-loop delay in the last sampling interval.', undefined, RUNTIME),
+  metricDef('nodejs.eventloop.utilization', 'gauge', '1', [],
+    'Fraction of the last sampling interval the event loop was busy (performance.eventLoopUtilization).', undefined, RUNTIME),
+  metricDef('nodejs.eventloop.iterations', 'counter', '{iteration}', [],
+    'Event-loop iterations since the process started (performance.nodeTiming.uvMetricsInfo.loopCount, from libuv\'s uv_metrics_info).'),
+  metricDef('nodejs.eventloop.events', 'counter', '{event}', [],
+    'I/O events the event loop has processed since the process started (uvMetricsInfo.events).'),
+  metricDef('nodejs.eventloop.events.waiting', 'counter', '{event}', [],
+    'I/O events that were already waiting when the event loop polled for them, i.e. that arrived while it was busy (uvMetricsInfo.eventsWaiting). Its rate against nodejs.eventloop.events is the share of I/O that found the loop busy.'),
+]);
 
 /**
  * Whether monitorEventLoopDelay() takes { samplePerIteration } (Node 24.19+, 26.5+). Older Node
@@ -21,6 +49,7 @@ const RESOLUTION_NS = RESOLUTION_MS * 1e6;
  * @returns {boolean}
  */
 function supportsSamplePerIteration() {
+  const { monitorEventLoopDelay } = require('perf_hooks');
   const [major, minor] = process.versions.node.split('.').map(Number);
   if (!((major === 24 && minor >= 19) || (major === 26 && minor >= 5) || major > 26)) return false;
   try {
@@ -37,9 +66,8 @@ function supportsSamplePerIteration() {
  *
  * - iteration (where Node supports it: 24.19+, 26.5+): monitorEventLoopDelay({ samplePerIteration })
  *   records how long each loop iteration ran, so a 200 ms block reads 200 ms exactly and blocks
- *   shorter than 10 ms are seen too; no timer of its own, so an idle loop costs nothing
- *   (bench/eventloop-mode.js: ~10 against ~350 ms of CPU a minute). Percentiles are over
- *   iterations, not over time.
+ *   shorter than 10 ms are seen too; no timer of its own, so an idle loop costs nothing.
+ *   Percentiles are over iterations, not over time.
  * - timer (older Node): the time between two firings of a repeating 10 ms timer, so an idle loop
  *   reads ~10 ms (prom-client's nodejs_eventloop_lag_* show this). uvscope subtracts the
  *   resolution and reports lateness: an idle loop reads ~0, a 200 ms block up to 200 ms. Samples
@@ -53,6 +81,8 @@ function supportsSamplePerIteration() {
  * @param {'auto'|'timer'|'iteration'} [options.mode] auto: iteration where supported
  */
 function createEventLoopSampler(options = {}) {
+  // perf_hooks loads with the sampler, not with its declaration (it would cost the preload).
+  const { monitorEventLoopDelay, performance } = require('perf_hooks');
   const resolutionMs = options.resolutionMs || RESOLUTION_MS;
   const wanted = options.mode || 'auto';
   const mode = wanted === 'timer' || !supportsSamplePerIteration() ? 'timer' : 'iteration';
@@ -227,6 +257,7 @@ function openSchedstat() {
  * @returns {{ loopCount: number, events: number, eventsWaiting: number } | null}
  */
 function uvMetrics() {
+  const { performance } = require('perf_hooks');
   const info = performance.nodeTiming && performance.nodeTiming.uvMetricsInfo;
   return info && typeof info.loopCount === 'number' ? info : null;
 }
@@ -280,4 +311,12 @@ function countAtMost(monitor, n, limitNs, lower) {
   return lo;
 }
 
-module.exports = { createEventLoopSampler, supportsSamplePerIteration, RESOLUTION_MS, RESOLUTION_NS, _internal: { addToBuckets, countAtMost } };
+/** @type {import('./index').Source} */
+const source = Object.freeze({
+  name: 'eventloop',
+  settings: Object.freeze([]),
+  metrics: METRICS,
+  create: () => createEventLoopSampler(),
+});
+
+module.exports = { source, EVENTLOOP_BUCKETS, createEventLoopSampler, supportsSamplePerIteration, RESOLUTION_MS, RESOLUTION_NS, _internal: { addToBuckets, countAtMost } };

@@ -1,9 +1,11 @@
 'use strict';
 
-// Every sampler, in one list. A new concern is a new file here plus one line below; the agent,
-// the snapshot and every exporter pick its points up through the catalog (lib/snapshot/catalog.js).
-
-// Each sampler's module loads when it is created: the preload creates only the early ones.
+// sources/: what uvscope measures. Every source, in one list: a source is a file (or a folder with
+// an index.js) that exports `source`, its declaration: name, when it starts, the settings rows it
+// reads, the metrics it produces (with their bucket bounds) and create(). A new concern is a new
+// file here plus one line below; lib/agent/options.js takes its settings, lib/snapshot/catalog.js
+// its metrics, and every exporter its points through the catalog.
+// Sources may import lib/core/ and lib/settings/ only (scripts/check-requires.js).
 
 /**
  * What every sample hands each sampler: figures taken once for all of them.
@@ -19,7 +21,7 @@
  * @property {string} name canonical dotted name, from the catalog (lib/snapshot/catalog.js)
  * @property {Record<string, string>} attributes
  * @property {number} [value]
- * @property {import('../histogram').HistogramSnapshot} [histogram]
+ * @property {import('../core/histogram').HistogramSnapshot} [histogram]
  */
 
 /**
@@ -40,31 +42,33 @@
  * What a sampler factory is given.
  * @typedef {object} SamplerContext
  * @property {Readonly<object>} options resolved options (lib/agent/options.js)
- * @property {import('../own-io').OwnIo} ownIo the agent's own (unwrapped) lookup
- * @property {() => import('../resolver').ResolverConfig | null} resolver the resolv.conf in force
+ * @property {import('../core/own-io').OwnIo} ownIo the agent's own (unwrapped) lookup
+ * @property {() => import('./dns/resolver').ResolverConfig | null} resolver the resolv.conf in force
  */
 
 /**
- * The samplers, in the order their points appear in the snapshot. `early` ones are created in the
- * preload, before the app's first line (they wrap or subscribe to what the app's top-level code
- * may already use: dns.lookup, the connection channels); the others on the agent's first timer
- * tick (lib/agent/agent.js start()).
- * @type {readonly { name: string, early?: boolean | ((options: object) => boolean), create(ctx: SamplerContext): Sampler }[]}
+ * A source's declaration. `early` ones are created in the preload, before the app's first line
+ * (they wrap or subscribe to what the app's top-level code may already use: dns.lookup, the
+ * connection channels); the others on the agent's first timer tick (lib/agent/agent.js start()).
+ * @typedef {object} Source
+ * @property {string} name also the key of its details in snapshot.details
+ * @property {boolean | ((options: object) => boolean)} [early]
+ * @property {readonly import('../core/setting').Setting[]} settings the settings rows it reads
+ * @property {readonly import('./metric-def').MetricDef[]} metrics what it produces, in catalog order
+ * @property {(ctx: SamplerContext) => Sampler} create
+ */
+
+/**
+ * The sources, in the order their points appear in the snapshot and their metrics in the catalog.
+ * @type {readonly Source[]}
  */
 const SAMPLERS = Object.freeze([
-  { name: 'resources', create: () => require('./resources').createResourcesSampler() },
-  // With the tracer on (UVSCOPE_TRACER=on) it follows jobs from the app's first line.
-  { name: 'threadpool', early: (options) => Boolean(options.tracer && options.tracer.mode === 'on'), create: (ctx) => require('./threadpool/sampler').createThreadpoolSampler({ lookup: ctx.ownIo.lookup, tracer: ctx.options.tracer }) },
-  { name: 'eventloop', create: () => require('./eventloop').createEventLoopSampler() },
-  { name: 'dns', early: true, create: createDns },
-  { name: 'connections', early: true, create: () => require('./connections').createConnectionsSampler() },
-  { name: 'memory', create: () => require('./memory').createMemorySampler() },
+  require('./resources').source,
+  require('./threadpool').source,
+  require('./eventloop').source,
+  require('./dns').source,
+  require('./connections').source,
+  require('./memory').source,
 ]);
-
-function createDns(ctx) {
-  const sampler = require('./dns/sampler').createDnsSampler({ maxNames: ctx.options.dns.maxNames, resolver: ctx.resolver });
-  ctx.ownIo.captureLookup(sampler.ownLookup);
-  return sampler;
-}
 
 module.exports = { SAMPLERS };

@@ -1,13 +1,11 @@
 'use strict';
 
-const v8 = require('v8');
-const { PerformanceObserver, constants } = require('perf_hooks');
 const { Histogram } = require('../core/histogram');
-const { GC_BUCKETS } = require('../snapshot/catalog');
+const { metricDef, RUNTIME } = require('./metric-def');
 const { reportError } = require('../core/errors');
 
 // perf_hooks GC kinds (entry.detail.kind) by OpenTelemetry's v8js.gc.type names.
-const GC_TYPES = new Map([
+const gcTypes = (constants) => new Map([
   [constants.NODE_PERFORMANCE_GC_MAJOR, 'major'],
   [constants.NODE_PERFORMANCE_GC_MINOR, 'minor'],
   [constants.NODE_PERFORMANCE_GC_INCREMENTAL, 'incremental'],
@@ -17,11 +15,26 @@ const GC_TYPES = new Map([
 // libuv reports "no limit" as the largest uint64 (Node 20 shows 2^64) or 0 / undefined.
 const NO_LIMIT = 2 ** 60;
 
+/** Upper bounds for GC pauses. */
+const GC_BUCKETS = Object.freeze([0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1]);
+
+/** @type {readonly import('./metric-def').MetricDef[]} */
+const METRICS = Object.freeze([
+  metricDef('v8js.memory.heap.limit', 'gauge', 'By', [], 'V8 heap size limit (--max-old-space-size and the young generation).', undefined, RUNTIME),
+  metricDef('nodejs.memory.constrained', 'gauge', 'By', [],
+    'Memory the process may use under its cgroup (container) limit, from process.constrainedMemory(); absent when there is no limit.'),
+  metricDef('v8js.gc.duration', 'histogram', 's', ['v8js.gc.type'], 'Garbage-collection pauses by kind (major, minor, incremental, weakcb).', GC_BUCKETS, RUNTIME),
+]);
+
 /**
  * The V8 heap limit against the memory the container (cgroup) allows, and GC pauses by kind.
  * @param {{ constrainedMemory?: () => number|undefined, gc?: boolean }} [options]
  */
 function createMemorySampler(options = {}) {
+  // v8 and perf_hooks load with the sampler, not with its declaration (they would cost the preload).
+  const v8 = require('v8');
+  const { PerformanceObserver, constants } = require('perf_hooks');
+  const GC_TYPES = gcTypes(constants);
   const constrained = options.constrainedMemory || (typeof process.constrainedMemory === 'function' ? () => process.constrainedMemory() : () => undefined);
   const gc = new Map(); // type -> Histogram
   let observer = null;
@@ -63,4 +76,12 @@ function containerLimit(constrained) {
   return typeof v === 'number' && v > 0 && v < NO_LIMIT ? v : null;
 }
 
-module.exports = { createMemorySampler, containerLimit };
+/** @type {import('./index').Source} */
+const source = Object.freeze({
+  name: 'memory',
+  settings: Object.freeze([]),
+  metrics: METRICS,
+  create: () => createMemorySampler(),
+});
+
+module.exports = { source, GC_BUCKETS, createMemorySampler, containerLimit };

@@ -1,5 +1,7 @@
 'use strict';
 
+const { metricDef } = require('./metric-def');
+
 // Requests are short-lived operations (a lookup, a write); handles are long-lived objects (a
 // socket, a server, a timer). process.getActiveResourcesInfo() returns bare type names, so the
 // split follows Node's naming: its request wraps end in Req/ReqWrap/ReqCallback/ReqPromise, plus
@@ -12,6 +14,14 @@ const ALWAYS_REPORTED_REQUESTS = Object.freeze(['GetAddrInfoReqWrap', 'GetNameIn
 
 // A bound on distinct type names kept for zero-reporting; Node has a few dozen.
 const MAX_TYPES = 256;
+
+/** @type {readonly import('./metric-def').MetricDef[]} */
+const METRICS = Object.freeze([
+  metricDef('nodejs.uv.handles.active', 'gauge', '{handle}', ['nodejs.uv.handle.type'],
+    'Active libuv handles keeping the loop alive, by type, from process.getActiveResourcesInfo().'),
+  metricDef('nodejs.uv.requests.active', 'gauge', '{request}', ['nodejs.uv.request.type'],
+    'Active libuv requests by type (GetAddrInfoReqWrap is a pending dns.lookup), from process.getActiveResourcesInfo().'),
+]);
 
 /**
  * Whether a resource type name is a libuv request (rather than a handle).
@@ -64,4 +74,12 @@ function points(name, attribute, counts, seen) {
   return out;
 }
 
-module.exports = { createResourcesSampler, isRequestType, countTypes };
+/** @type {import('./index').Source} */
+const source = Object.freeze({
+  name: 'resources',
+  settings: Object.freeze([]),
+  metrics: METRICS,
+  create: () => createResourcesSampler(),
+});
+
+module.exports = { source, createResourcesSampler, isRequestType, countTypes };

@@ -108,21 +108,29 @@ describe('options', () => {
   });
 
   it('every row takes its parser from lib/settings/parsers.js (one per type), none written inline', () => {
-    const text = fs.readFileSync(path.join(ROOT, 'lib', 'agent', 'options.js'), 'utf8');
-    const table = text.slice(text.indexOf('const SETTINGS = '), text.indexOf(']);', text.indexOf('const SETTINGS = ')));
-    const rows = table.split('\n').filter((l) => /^\s*setting\(/.test(l));
-    assert.equal(rows.length, SETTINGS.length, 'one line per row, each starting with setting(');
+    // Rows are declared where they are used (lib/core/setting.js setting()), one line each.
+    const rows = shippedFiles().filter((f) => f !== path.join('lib', 'core', 'setting.js'))
+      .flatMap((f) => fs.readFileSync(path.join(ROOT, f), 'utf8').split('\n'))
+      .filter((l) => /(^|[\s=(,[])setting\(/.test(l) && !/^\s*(\/\/|\*)/.test(l));
+    assert.equal(rows.length, SETTINGS.length, 'one setting( line per row');
     assert.deepEqual(rows.filter((l) => /=>/.test(l)), []);
   });
 
-  it('nothing but lib/agent/options.js reads process.env', () => {
-    const readers = shippedFiles().filter((f) => f !== path.join('lib', 'agent', 'options.js'))
+  it('each setting is declared once: one row per path, one row per variable', () => {
+    assert.equal(new Set(SETTINGS.map((s) => s.path)).size, SETTINGS.length);
+    const variables = SETTINGS.flatMap((s) => s.env);
+    assert.equal(new Set(variables).size, variables.length);
+  });
+
+  it('nothing but lib/core/setting.js reads process.env', () => {
+    const readers = shippedFiles().filter((f) => f !== path.join('lib', 'core', 'setting.js'))
       .filter((f) => /process\.env\b/.test(fs.readFileSync(path.join(ROOT, f), 'utf8').replace(/^\s*(\/\/|\*).*$/gm, '')));
     assert.deepEqual(readers, []);
   });
 
   it('settings tables in README.md and docs/ name each variable with its option and its true default', () => {
     const defaultOf = (row) => (row.late ? row.default : row.path.split('.').reduce((c, k) => (c == null ? undefined : c[k]), DEFAULTS));
+    assert.deepEqual(SETTINGS.filter((row) => row.default !== defaultOf(row)).map((row) => row.path), [], 'DEFAULTS are the rows\' defaults');
     const shown = (v) => (v === undefined || (Array.isArray(v) && v.length === 0) ? 'none' : `\`${[].concat(v).join(',')}\``);
     let checked = 0;
     for (const file of ['README.md', ...fs.readdirSync(path.join(ROOT, 'docs')).map((f) => path.join('docs', f))]) {

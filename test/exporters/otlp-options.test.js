@@ -2,7 +2,7 @@
 
 const assert = require('node:assert/strict');
 const { resolveOptions } = require('../../lib/agent/options');
-const { otlpStandardSettings: standardSettings } = require('../../lib/agent/options');
+const { otlpStandardSettings: standardSettings } = require('../../exporters/otlp/manifest');
 const { standaloneSettings, EXPORT_TIMEOUT_MAX_MS } = require('../../exporters/otlp/standalone');
 const { collectWarnings: warnings } = require('../helpers/source');
 

@@ -3,7 +3,8 @@
 const assert = require('node:assert/strict');
 const fs = require('fs');
 const path = require('path');
-const { render, check, groupOf } = require('../../scripts/docs');
+const { render, renderTypes, check, groupOf } = require('../../scripts/docs');
+const { SETTINGS } = require('../../lib/agent/options');
 const { CATALOG } = require('../../lib/snapshot/catalog');
 const { prometheusName } = require('../../exporters/prometheus');
 
@@ -59,5 +60,23 @@ describe('scripts/docs: the tables in README.md and docs/ are the catalog\'s', (
     const otlp = rows(read('docs/opentelemetry.md'), 'otlp');
     assert.ok(otlp.some((r) => r[0] === '`dns.lookup.duration`' && r[1].startsWith('Histogram')));
     assert.ok(!otlp.some((r) => r[0] === '`nodejs.eventloop.delay`'), 'pre-bucketed histograms are not exported over OTLP');
+  });
+
+  it('settings tables come from the rows: a prefix picks its rows, late ones are marked read when used', () => {
+    const { blocks } = render('<!-- generated: settings datadog -->\n<!-- /generated -->\n');
+    const lines = blocks[0].after.split('\n').filter((l) => l.startsWith('| `'));
+    assert.equal(lines.length, SETTINGS.filter((s) => s.path.startsWith('datadog.') && s.env.length).length);
+    assert.ok(lines.some((l) => l.startsWith('| `DD_DOGSTATSD_HOST`, then `DD_AGENT_HOST` | `datadog.host` | `localhost` |')));
+    assert.ok(lines.some((l) => l.startsWith('| `DD_RUNTIME_METRICS_ENABLED` | — (read when used) | `false` |')));
+  });
+
+  it('index.d.ts: the options of start() are the rows read at start(), typed by their parsers', () => {
+    const types = read('index.d.ts');
+    const { blocks } = renderTypes(types);
+    assert.equal(blocks.length, 1);
+    assert.match(blocks[0].after, /export interface TracerOptions \{[^}]*mode\?: 'auto' \| 'on' \| 'off';/);
+    assert.match(blocks[0].after, /export interface DatadogOptions \{[^}]*eventLoop\?: 'auto' \| boolean;/);
+    assert.doesNotMatch(blocks[0].after, /runtimeMetrics\?: boolean/, 'late settings are not options');
+    assert.match(types, /readonly dnsSlots: number;/);
   });
 });

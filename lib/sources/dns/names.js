@@ -8,7 +8,8 @@
 
 const { Histogram } = require('../../core/histogram');
 const { captureCaller } = require('../../core/callers');
-const { DNS_BUCKETS, QUEUE_WAIT_BUCKETS } = require('../../snapshot/catalog');
+const { DNS_BUCKETS } = require('./metrics');
+const { QUEUE_WAIT_BUCKETS } = require('../threadpool/metrics');
 const { NameFigures } = require('./name-figures');
 
 /** Where the lookups of names beyond maxNames are counted. */

@@ -5,8 +5,8 @@
 // lookup's wait for a slot) and the figures by hostname (names.js, name-figures.js, recent.js).
 
 const dnsModule = require('dns');
-const { dnsSlots } = require('../../core/libuv');
-const { readSetting } = require('../../agent/options');
+const { dnsSlots, UV_THREADPOOL_SIZE } = require('../../core/libuv');
+const { readSetting } = require('../../core/setting');
 const { reportError } = require('../../core/errors');
 const { published } = require('../../core/channels');
 const { injectFault } = require('../../core/faults');
@@ -47,7 +47,7 @@ class DnsSampler {
   constructor(options) {
     const maxNames = options.maxNames || 100;
     this.#names = new Names({ maxNames, recentMs: options.recentMs || RECENT_MS, resolver: options.resolver || (() => null) });
-    this.#slots = new SlotModel(() => dnsSlots(readSetting('threadpool.size', options.env)));
+    this.#slots = new SlotModel(() => dnsSlots(readSetting(UV_THREADPOOL_SIZE, options.env)));
     const app = { started: this.#started.bind(this), record: this.#record.bind(this), abandoned: this.#abandoned.bind(this) };
     this.#wrappers = new DnsWrappers(options.dns || dnsModule, app);
     this.#ownLookup = wrapCallbackLookup(this.#wrappers.original, ownTracker(this.#slots));

@@ -1,9 +1,9 @@
 'use strict';
 
-const { dnsSlots: slotsFor } = require('../../core/libuv');
-const { readSetting } = require('../../agent/options');
+const { dnsSlots: slotsFor, UV_THREADPOOL_SIZE } = require('../../core/libuv');
+const { readSetting } = require('../../core/setting');
 const { Histogram } = require('../../core/histogram');
-const { QUEUE_WAIT_BUCKETS } = require('../../snapshot/catalog');
+const { QUEUE_WAIT_BUCKETS } = require('./metrics');
 const { reportError } = require('../../core/errors');
 const { createTracer } = require('./tracer');
 const { createPoolThreads } = require('./pool-threads');
@@ -53,7 +53,7 @@ function createThreadpoolSampler(options = {}) {
     name: 'threadpool',
     sample(tick) {
       if (size === undefined) {
-        size = readSetting('threadpool.size', options.env);
+        size = readSetting(UV_THREADPOOL_SIZE, options.env);
         dnsSlots = slotsFor(size);
       }
       const listed = { dns: sum(tick.resources, DNS_TYPES), fs: sum(tick.resources, FS_TYPES) };

@@ -2,7 +2,7 @@
 
 const asyncHooks = require('async_hooks');
 const { Histogram } = require('../../core/histogram');
-const { JOB_DURATION_BUCKETS } = require('../../snapshot/catalog');
+const { JOB_DURATION_BUCKETS } = require('./metrics');
 const { reportError } = require('../../core/errors');
 const { captureCaller } = require('../../core/callers');
 const { subscribed, published } = require('../../core/channels');

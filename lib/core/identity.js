@@ -1,0 +1,36 @@
+'use strict';
+
+// Which process this is, as the endpoint's labels and the exporters' attributes name it: its pid,
+// and its node:cluster worker id when it is a cluster worker (PM2 cluster mode runs its instances
+// as cluster workers too). Shared by the multi-process endpoint and the exporters.
+
+const PID_ATTRIBUTE = 'process.pid';
+const WORKER_ATTRIBUTE = 'nodejs.cluster.worker.id';
+
+/**
+ * This process as the holder's labels name it.
+ * @returns {{ pid: number, workerId: string|undefined }}
+ */
+function processIdentity() {
+  let workerId;
+  try {
+    const cluster = require('cluster');
+    if (cluster.isWorker && cluster.worker) workerId = String(cluster.worker.id);
+  } catch {
+    // No cluster module (an embedder): no worker id.
+  }
+  return { pid: process.pid, workerId };
+}
+
+/**
+ * The attributes that tell one process's series from another's.
+ * @param {{ pid: number, workerId?: string }} identity
+ * @returns {Record<string, string>}
+ */
+function processAttributes(identity) {
+  const out = { [PID_ATTRIBUTE]: String(identity.pid) };
+  if (identity.workerId !== undefined) out[WORKER_ATTRIBUTE] = identity.workerId;
+  return out;
+}
+
+module.exports = { processIdentity, processAttributes, PID_ATTRIBUTE, WORKER_ATTRIBUTE };

@@ -1,0 +1,29 @@
+'use strict';
+
+// The threadpool source: pool size, DNS slots, pending and queued work, the probes' queue wait,
+// and the tracer (async_hooks) that follows each job while armed. This file declares it (its
+// settings and metrics) and creates it; sampler.js, tracer.js and pool-threads.js do the work.
+// UV_THREADPOOL_SIZE is libuv's, declared in lib/core/libuv.js (the DNS source and DogStatsD read it too).
+
+const { setting } = require('../../core/setting');
+const { parseOneOf, parseInteger } = require('../../settings/parsers');
+const { METRICS } = require('./metrics');
+
+const SETTINGS = Object.freeze([
+  setting('tracer.mode', 'UVSCOPE_TRACER', parseOneOf(['auto', 'on', 'off']), 'auto (armed for a window when the pool looks saturated), on or off', { default: 'auto', doc: 'the threadpool tracer (async_hooks)' }),
+  setting('tracer.thresholdMs', 'UVSCOPE_TRACER_THRESHOLD_MS', parseInteger(1, 600000), 'an integer number of milliseconds from 1 to 600000 (a probe wait that arms the tracer)', { default: 250 }),
+  setting('tracer.windowMs', 'UVSCOPE_TRACER_WINDOW_MS', parseInteger(100, 3600000), 'an integer number of milliseconds from 100 to 3600000 (how long auto mode stays armed)', { default: 10000 }),
+  setting('tracer.cooldownMs', 'UVSCOPE_TRACER_COOLDOWN_MS', parseInteger(0, 86400000), 'an integer number of milliseconds from 0 to 86400000 (time disarmed before auto mode may arm again)', { default: 90000 }),
+]);
+
+/** @type {import('../index').Source} */
+const source = Object.freeze({
+  name: 'threadpool',
+  // With the tracer on (UVSCOPE_TRACER=on) it follows jobs from the app's first line.
+  early: (options) => Boolean(options.tracer && options.tracer.mode === 'on'),
+  settings: SETTINGS,
+  metrics: METRICS,
+  create: (ctx) => require('./sampler').createThreadpoolSampler({ lookup: ctx.ownIo.lookup, tracer: ctx.options.tracer }),
+});
+
+module.exports = { source };
