@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 'use strict';
 
 // uvscope [--port N] [--host H] [--exporters LIST] -- <command> [args...]
@@ -27,14 +28,10 @@ const FLAGS = Object.freeze({
 });
 
 // util.parseArgs reads the whole line; uvscope reads its own flags only up to the command.
-const PARSE = Object.freeze({
-  options: {
-    help: { type: 'boolean', short: 'h' },
-    ...Object.fromEntries(Object.keys(FLAGS).map((flag) => [flag.slice(2), { type: 'string' }])),
-  },
-  strict: false,
-  allowPositionals: true,
-  tokens: true,
+/** @type {import('util').ParseArgsOptionsConfig} */
+const OPTIONS = Object.freeze({
+  help: { type: 'boolean', short: 'h' },
+  ...Object.fromEntries(Object.keys(FLAGS).map((flag) => [flag.slice(2), { type: 'string' }])),
 });
 
 /**
@@ -43,8 +40,9 @@ const PARSE = Object.freeze({
  * @returns {{ env: Record<string, string>, command: string[], help: boolean, error?: string }}
  */
 function parseArgs(argv) {
+  /** @type {Record<string, string>} */
   const env = {};
-  for (const token of util.parseArgs({ ...PARSE, args: argv }).tokens) {
+  for (const token of util.parseArgs({ args: argv, options: OPTIONS, strict: false, allowPositionals: true, tokens: true }).tokens) {
     const arg = argv[token.index];
     if (token.kind === 'option-terminator') return { env, command: argv.slice(token.index + 1), help: false };
     // The command starts here (the -- is optional); a lone - is not one.
@@ -67,7 +65,9 @@ function parseArgs(argv) {
  * @returns {{ url?: string, html?: string, unknown?: string }}
  */
 function parseReportArgs(argv) {
+  /** @type {{ url?: string, html?: string }} */
   const out = {};
+  /** @type {Record<'url'|'html', { type: 'string' }>} */
   const options = { url: { type: 'string' }, html: { type: 'string' } };
   for (const token of util.parseArgs({ args: argv, options, strict: false, allowPositionals: true, tokens: true }).tokens) {
     const arg = argv[token.index];

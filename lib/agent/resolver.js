@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 // The resolver's configuration (resolv.conf, /etc/hosts) as the agent keeps it: read in the

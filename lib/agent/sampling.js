@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 // The steps of one sample, over the agent's samplers: each call isolated, a failure counted under

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 // The agent's own routes on its endpoint: the snapshot uvscope report reads, the page and the

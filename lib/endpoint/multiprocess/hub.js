@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 // The holder's side: the pushes of the other processes of the app, taken from this machine only.
@@ -112,7 +113,7 @@ class Hub {
 
   /** A whole body: keep the push if it is one, and answer. */
   #received(chunks, reply) {
-    let msg = null;
+    let msg;
     try {
       msg = parseMessage(JSON.parse(Buffer.concat(chunks).toString('utf8')));
     } catch {

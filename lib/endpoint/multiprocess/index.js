@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 // Several processes of one app (node:cluster, PM2 cluster mode, children that inherit

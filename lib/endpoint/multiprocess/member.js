@@ -207,7 +207,7 @@ class Member {
   }
 
   #answered(statusCode, text) {
-    let ack = null;
+    let ack;
     try {
       ack = JSON.parse(text);
     } catch {

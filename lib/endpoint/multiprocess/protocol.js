@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 // The push protocol between a member and the holder: the path, header and version, the limits,
@@ -29,7 +30,7 @@ const CATALOG_ATTRIBUTES = new Map(CATALOG.map((m) => [m.name, new Set(m.attribu
 function processIdentity() {
   let workerId;
   try {
-    const cluster = require('cluster');
+    const cluster = /** @type {any} */ (require('cluster'));
     if (cluster.isWorker && cluster.worker) workerId = String(cluster.worker.id);
   } catch {
     // No cluster module (an embedder): no worker id.

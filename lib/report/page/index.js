@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 // The page at GET / of the agent's endpoint and the static HTML report: one self-contained file
