@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 // node --require uvscope/register app.js  (or --import uvscope/register, or NODE_OPTIONS).
@@ -17,7 +18,7 @@ try {
 // it costs nothing, where loading worker_threads costs ~2 ms and 1.5 MB in the main thread
 // (measured with bench/startup.js); test/register.test.js checks the answer on every Node major.
 function isMainThread() {
-  const chdir = process.chdir;
+  const chdir = /** @type {any} */ (process.chdir);
   if (typeof chdir === 'function' && (chdir.disabled === true || chdir.name === 'unavailableInWorker')) return false;
   return true;
 }

@@ -27,7 +27,7 @@ const { monitorEventLoopDelay } = require('perf_hooks');
 
 const REPO = path.resolve(__dirname, '..');
 const uvscope = require(path.join(REPO, 'lib', 'index.js'));
-const { PUSH_PATH, PUSH_HEADER } = require(path.join(REPO, 'lib', 'endpoint', 'multiprocess.js'));
+const { PUSH_PATH, PUSH_HEADER } = require(path.join(REPO, 'lib', 'endpoint', 'multiprocess'));
 const { DNS_BUCKETS } = require(path.join(REPO, 'lib', 'snapshot', 'catalog.js'));
 const { watchdog } = require(path.join(REPO, 'support', 'processes.js'));
 

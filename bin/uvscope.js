@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 'use strict';
 
 // uvscope [--port N] [--host H] [--exporters LIST] -- <command> [args...]
@@ -6,6 +7,7 @@
 
 const { spawn } = require('child_process');
 const path = require('path');
+const util = require('util');
 const { envName, readSetting, childEnvironment } = require('../lib/agent/options');
 
 const USAGE = `usage: uvscope [--port N] [--host H] [--exporters LIST] [--interval-ms N] -- <command> [args...]
@@ -25,32 +27,56 @@ const FLAGS = Object.freeze({
   '--interval-ms': envName('intervalMs'),
 });
 
+// util.parseArgs reads the whole line; uvscope reads its own flags only up to the command.
+/** @type {import('util').ParseArgsOptionsConfig} */
+const OPTIONS = Object.freeze({
+  help: { type: 'boolean', short: 'h' },
+  ...Object.fromEntries(Object.keys(FLAGS).map((flag) => [flag.slice(2), { type: 'string' }])),
+});
+
 /**
  * Parse the command line into environment settings and the command to run.
  * @param {string[]} argv arguments after `uvscope`
  * @returns {{ env: Record<string, string>, command: string[], help: boolean, error?: string }}
  */
 function parseArgs(argv) {
+  /** @type {Record<string, string>} */
   const env = {};
-  let i = 0;
-  for (; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === '--') {
-      i++;
-      break;
+  for (const token of util.parseArgs({ args: argv, options: OPTIONS, strict: false, allowPositionals: true, tokens: true }).tokens) {
+    const arg = argv[token.index];
+    if (token.kind === 'option-terminator') return { env, command: argv.slice(token.index + 1), help: false };
+    // The command starts here (the -- is optional); a lone - is not one.
+    if (token.kind === 'positional') {
+      if (arg.startsWith('-')) return { env, command: [], help: false, error: `unknown option ${arg}` };
+      return { env, command: argv.slice(token.index), help: false };
     }
     if (arg === '-h' || arg === '--help') return { env, command: [], help: true };
-    const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
-    if (FLAGS[flag]) {
-      const value = inline !== undefined ? inline : argv[++i];
-      if (value === undefined) return { env, command: [], help: false, error: `${flag} needs a value` };
-      env[FLAGS[flag]] = value;
-      continue;
-    }
-    if (arg.startsWith('-')) return { env, command: [], help: false, error: `unknown option ${arg}` };
-    break; // the command starts here (the -- is optional)
+    const flag = FLAGS[token.rawName] && (arg === token.rawName || arg.startsWith(`${token.rawName}=`)) ? token.rawName : null;
+    if (!flag) return { env, command: [], help: false, error: `unknown option ${arg}` };
+    if (token.value === undefined) return { env, command: [], help: false, error: `${flag} needs a value` };
+    env[FLAGS[flag]] = token.value;
   }
-  return { env, command: argv.slice(i), help: false };
+  return { env, command: [], help: false };
+}
+
+/**
+ * The options of `uvscope report`, or the argument it does not know.
+ * @param {string[]} argv arguments after `report`
+ * @returns {{ url?: string, html?: string, unknown?: string }}
+ */
+function parseReportArgs(argv) {
+  /** @type {{ url?: string, html?: string }} */
+  const out = {};
+  /** @type {Record<'url'|'html', { type: 'string' }>} */
+  const options = { url: { type: 'string' }, html: { type: 'string' } };
+  for (const token of util.parseArgs({ args: argv, options, strict: false, allowPositionals: true, tokens: true }).tokens) {
+    const arg = argv[token.index];
+    const known = token.kind === 'option' && options[token.name] && (arg === token.rawName || arg.startsWith(`${token.rawName}=`));
+    // A value of its own argument must not be empty; --url= may be.
+    if (!known || token.value === undefined || (!token.inlineValue && !token.value)) return { unknown: arg };
+    out[token.name] = token.value;
+  }
+  return out;
 }
 
 /**
@@ -82,17 +108,13 @@ function snapshotUrl(given) {
  */
 async function report(argv) {
   let url = `http://127.0.0.1:${readSetting('prometheus.port')}`;
-  let html = null;
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--url' && argv[i + 1]) url = argv[++i];
-    else if (argv[i].startsWith('--url=')) url = argv[i].slice(6);
-    else if (argv[i] === '--html' && argv[i + 1]) html = argv[++i];
-    else if (argv[i].startsWith('--html=')) html = argv[i].slice(7);
-    else {
-      process.stderr.write(`uvscope report: unknown argument ${argv[i]}\n${USAGE}\n`);
-      return 2;
-    }
+  const given = parseReportArgs(argv);
+  if (given.unknown !== undefined) {
+    process.stderr.write(`uvscope report: unknown argument ${given.unknown}\n${USAGE}\n`);
+    return 2;
   }
+  if (given.url !== undefined) url = given.url;
+  const html = given.html === undefined ? null : given.html;
   let target = url;
   try {
     target = snapshotUrl(url);

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 const http = require('http');
@@ -15,57 +16,134 @@ const { createMultiprocess } = require('./multiprocess');
  */
 
 /**
- * The agent's HTTP endpoint.
- * @typedef {object} AgentServer
- * @property {(path: string, handler: RouteHandler, description?: string) => void} route serve
- *   GET/HEAD on an exact path (a later route on the same path replaces the earlier one)
- * @property {Promise<{ host: string, port: number } | null>} ready where it listens, or null when
- *   it could not (one warning said why) or another process holds the port (lib/endpoint/multiprocess.js)
- * @property {import('http').Server | null} server the server listening now, if this process does
- * @property {(own: object|null) => { attributes: Record<string, string>, snapshot: object }[]} sources
- *   every process served here, this one's latest snapshot first (lib/endpoint/multiprocess.js)
- * @property {() => object[]} others the other processes served here (for /snapshot.json)
- * @property {(snapshot: object) => void} export after each sample: a process that does not hold
- *   the port sends its snapshot to the one that does
- * @property {() => Promise<void>} close
- */
-
-/**
  * The agent's one HTTP server (loopback by default, unref'd, its connections too, so it never
  * keeps the app alive). Exporters and the agent add routes: /metrics (Prometheus),
  * /snapshot.json (the agent), ... Only GET and HEAD are served, and the pushes of other processes
- * of the app when this one holds the port (lib/endpoint/multiprocess.js); when another holds it, this
+ * of the app when this one holds the port (lib/endpoint/multiprocess/); when another holds it, this
  * process sends its snapshots there and takes the port over if that process goes away.
- * @param {object} options
- * @param {string} options.host
- * @param {number} options.port 0 picks a free port
- * @param {string[]} options.settings the variables that set host and port, for the warning when
- *   listening fails (e.g. ['UVSCOPE_PROMETHEUS_HOST', 'UVSCOPE_PROMETHEUS_PORT'])
- * @param {string} options.what what it serves, for that warning
- * @param {string} options.component counted in uvscope.errors when listening fails
- * @param {{ aggregate: boolean, maxProcesses: number, ttlMs?: number, intervalMs: number,
- *   lookup?: Function, sample?: () => object }} [options.multiprocess] several processes on one
- *   port (resolved options' multiprocess, the sampling interval, the unwrapped dns.lookup, and
- *   a sample to send last when the process ends on its own); without it, one process per port
- * @returns {AgentServer}
  */
-function createAgentServer({ host, port, settings, what, component, multiprocess: mp = { aggregate: false } }) {
-  const routes = new Map(); // path -> { handler, description }
-  const [hostVar, portVar] = settings;
-  let server = null;
-  let closed = false;
+class AgentServer {
+  /** @type {Map<string, { handler: RouteHandler, description?: string }>} */
+  #routes = new Map();
+  #host;
+  #port;
+  /** @type {import('http').Server | null} */
+  #server = null;
+  #closed = false;
+  #multiprocess;
+  #ready;
+  #onBeforeExit;
 
-  function onRequest(req, res) {
+  /** @param {AgentServerOptions} options */
+  constructor({ host, port, settings, what, component, multiprocess: mp = { aggregate: false } }) {
+    this.#host = host;
+    this.#port = port;
+    const [hostVar, portVar] = settings;
+    this.#multiprocess = createMultiprocess({
+      host, port, what, portVar,
+      intervalMs: mp.intervalMs || 1000,
+      aggregate: mp.aggregate === true,
+      maxProcesses: mp.maxProcesses || 128,
+      ttlMs: mp.ttlMs,
+      lookup: mp.lookup,
+      listen: () => this.#listen(),
+      onListenFailed(/** @type {NodeJS.ErrnoException} */ err) {
+        countError(component);
+        const hint = err.code === 'EADDRINUSE'
+          ? `the port is in use; set ${portVar} to a free port (0 picks one)`
+          : `check ${hostVar} and ${portVar}`;
+        warnOnce(WARNINGS.LISTEN_FAILED, `uvscope: cannot serve ${what} on ${host}:${port} (${err.code || err.message}): ${hint}. The app goes on without this endpoint.`);
+      },
+    });
+    this.#ready = this.#multiprocess.start().then(() => {
+      if (!this.#server) return null;
+      const a = /** @type {import('net').AddressInfo} */ (this.#server.address());
+      return { host: a.address, port: a.port };
+    });
+    // A process that does not hold the port sends its last figures when it ends on its own
+    // (beforeExit: the loop is empty), holding the process at most 1 s for it.
+    this.#onBeforeExit = () => {
+      process.off('beforeExit', this.#onBeforeExit);
+      if (this.#multiprocess.role === 'member' && typeof mp.sample === 'function') this.#multiprocess.finalPush(mp.sample).catch(() => {});
+    };
+    process.on('beforeExit', this.#onBeforeExit);
+  }
+
+  /** @returns {import('http').Server | null} the server listening now, if this process does */
+  get server() {
+    return this.#server;
+  }
+
+  /**
+   * Where it listens, or null when it could not (one warning said why) or another process holds
+   * the port (lib/endpoint/multiprocess/).
+   * @returns {Promise<{ host: string, port: number } | null>}
+   */
+  get ready() {
+    return this.#ready;
+  }
+
+  /** 'starting', 'holder', 'member' or 'none' */
+  get role() {
+    return this.#multiprocess.role;
+  }
+
+  /**
+   * Serve GET/HEAD on an exact path (a later route on the same path replaces the earlier one).
+   * @param {string} path
+   * @param {RouteHandler} handler
+   * @param {string} [description] listed in the 404 answer
+   */
+  route(path, handler, description) {
+    this.#routes.set(path, { handler, description });
+  }
+
+  /**
+   * Every process served here, this one's latest snapshot first (lib/endpoint/multiprocess/).
+   * @param {object|null} own
+   * @returns {{ attributes: Record<string, string>, snapshot: object }[]}
+   */
+  sources(own) {
+    return this.#multiprocess.sources(own);
+  }
+
+  /** @returns {object[]} the other processes served here (for /snapshot.json) */
+  others() {
+    return this.#multiprocess.others();
+  }
+
+  /**
+   * After each sample: a process that does not hold the port sends its snapshot to the one that does.
+   * @param {object} snapshot
+   */
+  export(snapshot) {
+    return this.#multiprocess.export(snapshot);
+  }
+
+  /** @returns {Promise<void>} */
+  close() {
+    this.#closed = true;
+    process.off('beforeExit', this.#onBeforeExit);
+    this.#multiprocess.close();
+    if (!this.#server) return Promise.resolve();
+    const s = this.#server;
+    return new Promise((resolve) => {
+      s.close(() => resolve());
+      if (typeof s.closeAllConnections === 'function') s.closeAllConnections();
+    });
+  }
+
+  #onRequest(req, res) {
     // Another process of the app sending its snapshot (POST, from this machine only).
-    if (multiprocess.handle(req, res)) return;
+    if (this.#multiprocess.handle(req, res)) return;
     const path = (req.url || '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { Allow: 'GET, HEAD' }).end();
       return;
     }
-    const route = routes.get(path);
+    const route = this.#routes.get(path);
     if (!route) {
-      const list = [...routes].map(([p, r]) => (r.description ? `${r.description} at ${p}` : p)).join(', ');
+      const list = [...this.#routes].map(([p, r]) => (r.description ? `${r.description} at ${p}` : p)).join(', ');
       res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end(`uvscope: ${list}\n`);
       return;
     }
@@ -77,86 +155,53 @@ function createAgentServer({ host, port, settings, what, component, multiprocess
     }
   }
 
-  // A fresh server for each attempt: the first, and each takeover after the holder is gone.
-  function listen() {
-    const candidate = http.createServer(onRequest);
+  /**
+   * A fresh server for each attempt: the first, and each takeover after the holder is gone.
+   * @returns {Promise<Error|null>}
+   */
+  #listen() {
+    const candidate = http.createServer((req, res) => this.#onRequest(req, res));
     // A scraper's keep-alive connection must not keep the app alive.
     candidate.on('connection', (socket) => socket.unref());
     return new Promise((resolve) => {
       candidate.once('error', (err) => resolve(err));
       // exclusive: a node:cluster worker binds the port itself, so two workers never share it
       // round-robin (each request would reach one of them); the second gets EADDRINUSE and joins.
-      candidate.listen({ port, host, exclusive: true }, () => {
-        if (closed) {
+      candidate.listen({ port: this.#port, host: this.#host, exclusive: true }, () => {
+        if (this.#closed) {
           candidate.close();
           resolve(new Error('closed'));
           return;
         }
-        server = candidate;
+        this.#server = candidate;
         resolve(null);
       });
       candidate.unref();
     });
   }
+}
 
-  const multiprocess = createMultiprocess({
-    host, port, what, portVar,
-    intervalMs: mp.intervalMs || 1000,
-    aggregate: mp.aggregate === true,
-    maxProcesses: mp.maxProcesses || 128,
-    ttlMs: mp.ttlMs,
-    lookup: mp.lookup,
-    listen,
-    onListenFailed(/** @type {NodeJS.ErrnoException} */ err) {
-      countError(component);
-      const hint = err.code === 'EADDRINUSE'
-        ? `the port is in use; set ${portVar} to a free port (0 picks one)`
-        : `check ${hostVar} and ${portVar}`;
-      warnOnce(WARNINGS.LISTEN_FAILED, `uvscope: cannot serve ${what} on ${host}:${port} (${err.code || err.message}): ${hint}. The app goes on without this endpoint.`);
-    },
-  });
+/**
+ * @typedef {object} AgentServerOptions
+ * @property {string} host
+ * @property {number} port 0 picks a free port
+ * @property {string[]} settings the variables that set host and port, for the warning when
+ *   listening fails (e.g. ['UVSCOPE_PROMETHEUS_HOST', 'UVSCOPE_PROMETHEUS_PORT'])
+ * @property {string} what what it serves, for that warning
+ * @property {string} component counted in uvscope.errors when listening fails
+ * @property {{ aggregate: boolean, maxProcesses?: number, ttlMs?: number, intervalMs?: number,
+ *   lookup?: Function, sample?: () => object }} [multiprocess] several processes on one
+ *   port (resolved options' multiprocess, the sampling interval, the unwrapped dns.lookup, and
+ *   a sample to send last when the process ends on its own); without it, one process per port
+ */
 
-  const ready = multiprocess.start().then(() => {
-    if (!server) return null;
-    const a = /** @type {import('net').AddressInfo} */ (server.address());
-    return { host: a.address, port: a.port };
-  });
-
-  // A process that does not hold the port sends its last figures when it ends on its own
-  // (beforeExit: the loop is empty), holding the process at most 1 s for it.
-  const onBeforeExit = () => {
-    process.off('beforeExit', onBeforeExit);
-    if (multiprocess.role === 'member' && typeof mp.sample === 'function') multiprocess.finalPush(mp.sample).catch(() => {});
-  };
-  process.on('beforeExit', onBeforeExit);
-
-  return {
-    get server() {
-      return server;
-    },
-    ready,
-    route(path, handler, description) {
-      routes.set(path, { handler, description });
-    },
-    sources: (own) => multiprocess.sources(own),
-    others: () => multiprocess.others(),
-    export: (snapshot) => multiprocess.export(snapshot),
-    /** 'starting', 'holder', 'member' or 'none' */
-    get role() {
-      return multiprocess.role;
-    },
-    close() {
-      closed = true;
-      process.off('beforeExit', onBeforeExit);
-      multiprocess.close();
-      if (!server) return Promise.resolve();
-      const s = server;
-      return new Promise((resolve) => {
-        s.close(() => resolve());
-        if (typeof s.closeAllConnections === 'function') s.closeAllConnections();
-      });
-    },
-  };
+/**
+ * The agent's HTTP endpoint (see AgentServer), listening from now on.
+ * @param {AgentServerOptions} options
+ * @returns {AgentServer}
+ */
+function createAgentServer(options) {
+  return new AgentServer(options);
 }
 
 /**
@@ -206,4 +251,4 @@ function failed(res, err) {
   else res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end('uvscope: this request failed\n');
 }
 
-module.exports = { createAgentServer, endpointFor, sendBody };
+module.exports = { AgentServer, createAgentServer, endpointFor, sendBody };

@@ -31,7 +31,7 @@ async function endpointUp(port, timeoutMs = 10000) {
       await res.arrayBuffer();
       if (res.ok) return;
     } catch (err) {
-      if (Date.now() > until) throw new Error(`the agent's endpoint on port ${port} did not come up: ${err.message}`);
+      if (Date.now() > until) throw new Error(`the agent's endpoint on port ${port} did not come up: ${err.message}`, { cause: err });
     }
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 
 // The page at GET / of the agent's endpoint and the static HTML report: one self-contained file
@@ -33,23 +34,36 @@ function staticReport({ snapshot, history = [], generatedAt = Date.now() }) {
   return pageHtml().replace(EMBED_MARKER, () => `<script id="uvscope-embedded" type="application/json">${json}</script>`);
 }
 
-/**
- * The last minutes of compact snapshot summaries, for the page's charts (/history.json).
- * @param {{ max?: number }} [options]
- */
-function createHistory({ max = HISTORY_ENTRIES } = {}) {
-  const entries = [];
-  return {
-    /** @param {object} snapshot */
-    add(snapshot) {
-      entries.push(summarize(snapshot));
-      if (entries.length > max) entries.shift();
-    },
-    /** @returns {object[]} oldest first */
-    list() {
-      return entries.slice();
-    },
-  };
+/** The last minutes of compact snapshot summaries, for the page's charts (/history.json). */
+class History {
+  /** @type {object[]} oldest first */
+  #entries = [];
+  #max;
+
+  /** @param {{ max?: number }} [options] */
+  constructor({ max = HISTORY_ENTRIES } = {}) {
+    this.#max = max;
+  }
+
+  /** @param {object} snapshot */
+  add(snapshot) {
+    this.#entries.push(summarize(snapshot));
+    if (this.#entries.length > this.#max) this.#entries.shift();
+  }
+
+  /** @returns {object[]} oldest first */
+  list() {
+    return this.#entries.slice();
+  }
 }
 
-module.exports = { pageHtml, staticReport, createHistory, summarize };
+/**
+ * A new, empty History.
+ * @param {{ max?: number }} [options] how many summaries to keep (default 300: 5 minutes at 1 s)
+ * @returns {History}
+ */
+function createHistory(options) {
+  return new History(options);
+}
+
+module.exports = { pageHtml, staticReport, History, createHistory, summarize };
