@@ -168,7 +168,47 @@ export interface DnsHostDetails {
   readonly timeouts: number;
   readonly inFlight: number;
   readonly totalLookups: number;
+  /** Seconds the interval's lookups waited for a DNS slot of the threadpool. */
+  readonly queueWaitSeconds: number;
+  /** Seconds the interval's lookups took once they had a slot (getaddrinfo itself). */
+  readonly resolveSeconds: number;
+  /** The interval's lookups that waited for a DNS slot. */
+  readonly queuedLookups: number;
+  /** Lookups in the recent window that p50, p99, stddev, mean and tail cover. */
+  readonly recentLookups: number;
+  /** Seconds, over the recent window; null while the name has no recent lookup. */
+  readonly p50: number | null;
+  readonly p99: number | null;
+  readonly stddev: number | null;
+  readonly mean: number | null;
+  /** The slowest 1 % of the recent window (at least one lookup), null while there is none. */
+  readonly tail: DnsTail | null;
+  /** Sampled calling frames ('pkg' or 'file:line'), most frequent first. */
   readonly callers: readonly { caller: string; count: number; seconds: number }[];
+}
+
+/** snapshot.details.dns.hosts[].tail: what the slowest lookups spent waiting and resolving, each on average. */
+export interface DnsTail {
+  readonly lookups: number;
+  readonly meanSeconds: number;
+  readonly queueWaitSeconds: number;
+  readonly resolveSeconds: number;
+}
+
+/** snapshot.details.threadpool: the pool's figures at the last sample. */
+export interface ThreadpoolDetails {
+  readonly size: number;
+  readonly dnsSlots: number;
+  /** Jobs submitted and not completed by kind; crypto, zlib and other only while the tracer is armed. */
+  readonly pending: Readonly<{ dns: number; fs: number; crypto?: number; zlib?: number; other?: number }>;
+  /** The probes' figures for the interval (work: where crypto.randomFill exists). */
+  readonly probes: Readonly<Partial<Record<'dns' | 'work', Readonly<{ maxWaitSeconds: number; inFlightSeconds: number }>>>>;
+  /** CPU of the pool's threads (Linux, libuv 1.50+), per second of the interval; null where the kernel does not tell. */
+  readonly busy:
+    | Readonly<{ available: true; threads: number; computing: number; runnable: number | null; schedulings: number | null; meanWaitSeconds: number | null }>
+    | Readonly<{ available: false; reason: string }>;
+  /** The threadpool tracer's state and the jobs it saw in the interval. */
+  readonly tracer: Readonly<Record<string, unknown>>;
 }
 
 /** snapshot.details: per-sampler figures for the last interval, by sampler name. */
@@ -181,10 +221,19 @@ export interface SnapshotDetails {
   };
   readonly connections?: {
     readonly connections: number;
+    /** Seconds the interval's connections took to connect (DNS included). */
+    readonly connectSeconds: number;
     readonly requests: number;
     readonly newConnections: number;
     readonly hosts: readonly { host: string; requests: number; newConnections: number }[];
   };
+  /**
+   * Seconds the main thread ran on a CPU and waited for one in the interval, and the interval's
+   * longest loop lateness less that wait (a lower bound of what the app blocked); null where the
+   * platform does not tell (Linux only).
+   */
+  readonly eventloop?: Readonly<{ mainThreadCpuSeconds: number | null; mainThreadWaitSeconds: number | null; blockedOnCpuMaxSeconds: number | null }>;
+  readonly threadpool?: ThreadpoolDetails | null;
   /** resolv.conf as glibc reads it, and up to 1000 of the names /etc/hosts answers. */
   readonly resolver?: Readonly<{ path: string; found: boolean; nameservers: string[]; search: string[]; ndots: number; timeout: number; attempts: number; options: string[]; hostsNames: string[] }>;
   readonly [sampler: string]: unknown;
@@ -303,6 +352,11 @@ export interface Agent {
 
 /** Start the agent once per process; options override UVSCOPE_* variables. Never throws. */
 export function start(options?: Options): Agent | null;
+/**
+ * What `--require uvscope/register` runs: start() with the environment's settings, its second
+ * phase (exporters, most samplers) deferred to the first timer tick after the app's top-level code.
+ */
+export function preload(): Agent | null;
 /** Stop the agent: timers cleared, server closed, dns.lookup restored. */
 export function stop(): Promise<void>;
 /** The running agent, if any. */
