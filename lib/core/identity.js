@@ -14,7 +14,7 @@ const WORKER_ATTRIBUTE = 'nodejs.cluster.worker.id';
 function processIdentity() {
   let workerId;
   try {
-    const cluster = require('cluster');
+    const cluster = /** @type {any} */ (require('cluster'));
     if (cluster.isWorker && cluster.worker) workerId = String(cluster.worker.id);
   } catch {
     // No cluster module (an embedder): no worker id.

@@ -207,7 +207,7 @@ function parseEither(...parsers) {
       if (v !== undefined) return v;
     }
     return undefined;
-  }, parsers.map((p) => p.ts).join(' | '));
+  }, parsers.map((p) => /** @type {any} */ (p).ts).join(' | '));
 }
 
 /**

@@ -5,15 +5,15 @@
 
 /**
  * A frozen point of a snapshot (see RawPoint in lib/sources/index.js).
- * @typedef {Readonly<import('./samplers').RawPoint>} Point
+ * @typedef {Readonly<import('../sources/index').RawPoint>} Point
  */
 
 /**
  * snapshot.details: per-sampler figures for the last interval, keyed by sampler name, plus the
  * resolver configuration in force. Other samplers with details() appear under their name.
  * @typedef {object} SnapshotDetails
- * @property {import('./samplers/dns').DnsDetails} [dns]
- * @property {import('./samplers/connections').ConnectionsDetails} [connections]
+ * @property {import('../sources/dns/sampler').DnsDetails} [dns]
+ * @property {import('../sources/connections').ConnectionsDetails} [connections]
  * @property {{ mainThreadCpuSeconds: number|null, mainThreadWaitSeconds: number|null }} [eventloop]
  *   seconds the main thread ran on a CPU and waited for one (Linux)
  * @property {ResolverDetails} [resolver]
@@ -22,7 +22,7 @@
 /**
  * snapshot.details.resolver: resolv.conf as glibc reads it, and (up to 1000 of) the names
  * /etc/hosts answers.
- * @typedef {Omit<import('./resolver').ResolverConfig, 'hosts'> & { hostsNames: string[] }} ResolverDetails
+ * @typedef {Omit<import('../sources/dns/resolver').ResolverConfig, 'hosts'> & { hostsNames: string[] }} ResolverDetails
  */
 
 /**
@@ -68,9 +68,11 @@
 
 /**
  * The point of a metric whose attributes include the given ones, from a snapshot's points.
- * @param {readonly { name: string, attributes: Record<string, string> }[]} points
+ * @template {{ name: string, attributes: Record<string, string> }} P
+ * @param {readonly P[]} points
  * @param {string} name canonical dotted name
  * @param {Record<string, string>} [attributes]
+ * @returns {P | undefined}
  */
 function findPoint(points, name, attributes) {
   // Plain loops: this runs several times a sample over every point (one per kept hostname).

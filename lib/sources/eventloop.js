@@ -53,7 +53,7 @@ function supportsSamplePerIteration() {
   const [major, minor] = process.versions.node.split('.').map(Number);
   if (!((major === 24 && minor >= 19) || (major === 26 && minor >= 5) || major > 26)) return false;
   try {
-    monitorEventLoopDelay({ samplePerIteration: 'probe' });
+    monitorEventLoopDelay(/** @type {any} */ ({ samplePerIteration: 'probe' }));
     return false;
   } catch (err) {
     return Boolean(err) && err.code === 'ERR_INVALID_ARG_TYPE';
@@ -131,6 +131,7 @@ function createEventLoopSampler(options = {}) {
     /** 'iteration' or 'timer' */
     mode,
     sample() {
+      /** @type {import('./index').RawPoint[]} */
       const out = [{ name: 'nodejs.eventloop.delay.mode', attributes: { 'nodejs.eventloop.delay.mode': mode }, value: 1 }];
       const elu = performance.eventLoopUtilization(lastElu);
       lastElu = performance.eventLoopUtilization();

@@ -42,7 +42,8 @@ function createMemorySampler(options = {}) {
     try {
       observer = new PerformanceObserver((list) => {
         for (const entry of list.getEntries()) {
-          const kind = entry.detail ? entry.detail.kind : entry.kind;
+          const e = /** @type {any} */ (entry);
+          const kind = e.detail ? e.detail.kind : e.kind;
           const type = GC_TYPES.get(kind) || 'other';
           let h = gc.get(type);
           if (!h) gc.set(type, (h = new Histogram(GC_BUCKETS)));
@@ -58,6 +59,7 @@ function createMemorySampler(options = {}) {
   return {
     name: 'memory',
     sample() {
+      /** @type {import('./index').RawPoint[]} */
       const out = [{ name: 'v8js.memory.heap.limit', attributes: {}, value: v8.getHeapStatistics().heap_size_limit }];
       const limit = containerLimit(constrained);
       if (limit !== null) out.push({ name: 'nodejs.memory.constrained', attributes: {}, value: limit });
