@@ -5,11 +5,13 @@ const { Histogram } = require('../core/histogram');
 const { metricDef } = require('./metric-def');
 const { reportError } = require('../core/errors');
 const { creatingOwnConnection, isOwnRequest } = require('../core/own-io');
-const { subscribed: CHANNELS } = require('../core/channels');
+const { subscribed: CHANNELS, safeSubscriber } = require('../core/channels');
 const { injectFault } = require('../core/faults');
 
 // Hostnames kept per-host for keep-alive evidence.
 const MAX_HOSTS = 100;
+// Where its errors are counted and reported (lib/core/errors.js).
+const COMPONENT = 'sampler:connections';
 
 /** Upper bounds for outgoing connect phases (DNS lookup, TCP handshake). */
 const CONNECT_BUCKETS = Object.freeze([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 4, 6, 9, 11, 20, 30]);
@@ -36,113 +38,138 @@ const METRICS = Object.freeze([
  * (undici:client:sendHeaders), so fetch and the undici package are judged the same way too.
  * Channels a Node version lacks are simply never published.
  */
-function createConnectionsSampler() {
-  const phases = { dns: new Histogram(CONNECT_BUCKETS), tcp: new Histogram(CONNECT_BUCKETS) };
-  const requests = new Map(); // `${client}\0${reused}` -> count
-  const hosts = new Map(); // host -> { requests, newConnections } for this interval
-  // Sockets that have carried a request: a request on one of these reuses a connection.
-  const used = new WeakSet();
-  let interval = newInterval();
+class ConnectionsSampler {
+  /** Also the key of its details in snapshot.details. */
+  name = 'connections';
+  #phases = { dns: new Histogram(CONNECT_BUCKETS), tcp: new Histogram(CONNECT_BUCKETS) };
+  /** @type {Map<string, number>} `${client}\0${reused}` -> count */
+  #requests = new Map();
+  /** @type {Map<string, { requests: number, newConnections: number }>} host -> figures for this interval */
+  #hosts = new Map();
+  /** Sockets that have carried a request: a request on one of these reuses a connection. */
+  #used = new WeakSet();
+  #interval = newInterval();
+  /** @type {[string, (message: any, name: string | symbol) => void][]} */
+  #subscribed = [];
+  /** The 'socket' listener of a request queued in its agent (`this` is the request); one for all. */
+  #onSocket;
 
-  const count = (client, socket, host) => {
-    const reused = used.has(socket);
-    used.add(socket);
+  constructor() {
+    const sampler = this;
+    this.#onSocket = /** @this {import('http').ClientRequest} */ function (socket) {
+      try {
+        if (socket && typeof socket === 'object') sampler.#count('http', socket, this.host);
+      } catch (err) {
+        reportError(COMPONENT, err);
+      }
+    };
+    const handlers = {
+      [CHANNELS.netClientSocket]: (message) => this.#onNetSocket(message),
+      [CHANNELS.httpClientRequestStart]: (message) => this.#onRequestStart(message),
+      [CHANNELS.undiciClientSendHeaders]: (message) => this.#onSendHeaders(message),
+    };
+    for (const [name, handler] of Object.entries(handlers)) {
+      const safe = safeSubscriber(COMPONENT, (message) => {
+        injectFault('channel:connections');
+        handler(message);
+      });
+      diagnosticsChannel.subscribe(name, safe);
+      this.#subscribed.push([name, safe]);
+    }
+  }
+
+  /** One request sent on `socket`: new unless the socket carried one before. */
+  #count(client, socket, host) {
+    const reused = this.#used.has(socket);
+    this.#used.add(socket);
     const key = `${client}\u0000${reused}`;
-    requests.set(key, (requests.get(key) || 0) + 1);
-    interval.requests++;
-    if (!reused) interval.newConnections++;
+    this.#requests.set(key, (this.#requests.get(key) || 0) + 1);
+    this.#interval.requests++;
+    if (!reused) this.#interval.newConnections++;
     if (!host) return;
-    let h = hosts.get(host);
+    let h = this.#hosts.get(host);
     if (!h) {
-      if (hosts.size >= MAX_HOSTS) return;
-      hosts.set(host, (h = { requests: 0, newConnections: 0 }));
+      if (this.#hosts.size >= MAX_HOSTS) return;
+      this.#hosts.set(host, (h = { requests: 0, newConnections: 0 }));
     }
     h.requests++;
     if (!reused) h.newConnections++;
-  };
-
-  const onSocket = function (socket) {
-    try {
-      if (socket && typeof socket === 'object') count('http', socket, this.host);
-    } catch (err) {
-      reportError('sampler:connections', err);
-    }
-  };
-
-  const handlers = {
-    [CHANNELS.netClientSocket]: ({ socket }) => {
-      if (creatingOwnConnection()) return; // the agent's own exporter, not the app
-      const start = process.hrtime.bigint();
-      let lookedUp = null;
-      interval.connections++;
-      socket.once('lookup', () => {
-        lookedUp = process.hrtime.bigint();
-      });
-      socket.once('connect', () => {
-        if (!socket.remoteFamily) return; // a pipe, not TCP
-        const now = process.hrtime.bigint();
-        if (lookedUp !== null) phases.dns.observe(Number(lookedUp - start) / 1e9);
-        const seconds = Number(now - start) / 1e9;
-        phases.tcp.observe(Number(now - (lookedUp !== null ? lookedUp : start)) / 1e9);
-        interval.connectSeconds += seconds;
-      });
-    },
-    [CHANNELS.httpClientRequestStart]: ({ request }) => {
-      if (isOwnRequest(request)) return;
-      // The channel fires when the request is finished: usually its socket is assigned by then;
-      // a request queued in its agent gets one later ('socket' is emitted for new and reused).
-      if (request.socket) count('http', request.socket, request.host);
-      else request.once('socket', onSocket);
-    },
-    [CHANNELS.undiciClientSendHeaders]: ({ request, socket }) => {
-      if (socket && typeof socket === 'object') count('fetch', socket, hostOf(request && request.origin));
-    },
-  };
-  const subscribed = [];
-  for (const [name, handler] of Object.entries(handlers)) {
-    const safe = (message) => {
-      try {
-        injectFault('channel:connections');
-        handler(message);
-      } catch (err) {
-        reportError('sampler:connections', err);
-      }
-    };
-    diagnosticsChannel.subscribe(name, safe);
-    subscribed.push([name, safe]);
   }
 
-  return {
-    name: 'connections',
-    sample() {
-      const out = [];
-      for (const [phase, h] of Object.entries(phases)) {
-        if (h.count > 0) out.push({ name: 'nodejs.net.connect.duration', attributes: { 'nodejs.net.connect.phase': phase }, histogram: h.snapshot() });
-      }
-      for (const [key, value] of requests) {
-        const [client, reused] = key.split('\u0000');
-        out.push({ name: 'nodejs.http.client.requests', attributes: { 'nodejs.http.client': client, 'nodejs.http.connection.reused': reused }, value });
-      }
-      return out;
-    },
-    /**
-     * Requests and new connections (in all and per host) and connections made with the seconds
-     * they took to connect (DNS included), in the interval since the last endInterval(); no side
-     * effect.
-     * @returns {ConnectionsDetails}
-     */
-    details() {
-      return { ...interval, hosts: [...hosts].map(([host, h]) => ({ host, ...h })) };
-    },
-    /** Start a new interval. */
-    endInterval() {
-      interval = newInterval();
-      hosts.clear();
-    },
-    close() {
-      for (const [name, fn] of subscribed) diagnosticsChannel.unsubscribe(name, fn);
-    },
-  };
+  /** net.client.socket: times the socket's lookup and connect phases. */
+  #onNetSocket({ socket }) {
+    if (creatingOwnConnection()) return; // the agent's own exporter, not the app
+    const start = process.hrtime.bigint();
+    let lookedUp = null;
+    this.#interval.connections++;
+    socket.once('lookup', () => {
+      lookedUp = process.hrtime.bigint();
+    });
+    socket.once('connect', () => {
+      if (!socket.remoteFamily) return; // a pipe, not TCP
+      const now = process.hrtime.bigint();
+      if (lookedUp !== null) this.#phases.dns.observe(Number(lookedUp - start) / 1e9);
+      const seconds = Number(now - start) / 1e9;
+      this.#phases.tcp.observe(Number(now - (lookedUp !== null ? lookedUp : start)) / 1e9);
+      this.#interval.connectSeconds += seconds;
+    });
+  }
+
+  /** http.client.request.start: counts the request once it has its socket. */
+  #onRequestStart({ request }) {
+    if (isOwnRequest(request)) return;
+    // The channel fires when the request is finished: usually its socket is assigned by then;
+    // a request queued in its agent gets one later ('socket' is emitted for new and reused).
+    if (request.socket) this.#count('http', request.socket, request.host);
+    else request.once('socket', this.#onSocket);
+  }
+
+  /** undici:client:sendHeaders: a fetch (or undici) request written to its connection. */
+  #onSendHeaders({ request, socket }) {
+    if (socket && typeof socket === 'object') this.#count('fetch', socket, hostOf(request && request.origin));
+  }
+
+  /** @returns {import('./index').RawPoint[]} */
+  sample() {
+    const out = [];
+    for (const [phase, h] of Object.entries(this.#phases)) {
+      if (h.count > 0) out.push({ name: 'nodejs.net.connect.duration', attributes: { 'nodejs.net.connect.phase': phase }, histogram: h.snapshot() });
+    }
+    for (const [key, value] of this.#requests) {
+      const [client, reused] = key.split('\u0000');
+      out.push({ name: 'nodejs.http.client.requests', attributes: { 'nodejs.http.client': client, 'nodejs.http.connection.reused': reused }, value });
+    }
+    return out;
+  }
+
+  /**
+   * Requests and new connections (in all and per host) and connections made with the seconds
+   * they took to connect (DNS included), in the interval since the last endInterval(); no side
+   * effect.
+   * @returns {ConnectionsDetails}
+   */
+  details() {
+    return { ...this.#interval, hosts: [...this.#hosts].map(([host, h]) => ({ host, ...h })) };
+  }
+
+  /** Start a new interval. */
+  endInterval() {
+    this.#interval = newInterval();
+    this.#hosts.clear();
+  }
+
+  /** Drops its channel subscriptions. */
+  close() {
+    for (const [name, fn] of this.#subscribed) diagnosticsChannel.unsubscribe(name, fn);
+  }
+}
+
+/**
+ * The connections sampler (see ConnectionsSampler); it subscribes to its channels at once.
+ * @returns {ConnectionsSampler}
+ */
+function createConnectionsSampler() {
+  return new ConnectionsSampler();
 }
 
 function newInterval() {

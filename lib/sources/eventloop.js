@@ -75,34 +75,29 @@ function supportsSamplePerIteration() {
  *
  * The histogram buckets are filled from the HDR histogram by rank (see countAtMost), so they are
  * exact to its 3 significant digits, without a JavaScript timer of our own.
- *
- * @param {object} [options]
- * @param {number} [options.resolutionMs] timer mode's resolution
- * @param {'auto'|'timer'|'iteration'} [options.mode] auto: iteration where supported
  */
-function createEventLoopSampler(options = {}) {
-  // perf_hooks loads with the sampler, not with its declaration (it would cost the preload).
-  const { monitorEventLoopDelay, performance } = require('perf_hooks');
-  const resolutionMs = options.resolutionMs || RESOLUTION_MS;
-  const wanted = options.mode || 'auto';
-  const mode = wanted === 'timer' || !supportsSamplePerIteration() ? 'timer' : 'iteration';
-  // What a sample reads when nothing delayed the loop: subtracted, so both modes read lateness.
-  const offsetNs = mode === 'timer' ? resolutionMs * 1e6 : 0;
-  const monitor = mode === 'timer'
-    ? monitorEventLoopDelay({ resolution: resolutionMs })
-    : monitorEventLoopDelay({ samplePerIteration: true });
-  monitor.enable();
-  // In iteration mode the first sample runs from enable() to the end of the first iteration: from
-  // a preload or top-level code it holds the app's startup and the first idle wait, which are no
-  // iteration. It is recorded before that iteration's check phase, so it is dropped there.
-  if (mode === 'iteration') setImmediate(() => monitor.reset()).unref();
-  const histogram = new Histogram(EVENTLOOP_BUCKETS);
-  let lastElu = performance.eventLoopUtilization();
-  const sched = openSchedstat();
-  let lastSched = sched ? sched.read() : null;
+class EventLoopSampler {
+  /** Also the key of its details in snapshot.details. */
+  name = 'eventloop';
+  /** @type {'iteration' | 'timer'} how it samples (see above) */
+  mode;
+  /** @type {import('perf_hooks').Performance} */
+  #performance;
+  /** @type {import('perf_hooks').ELDHistogram} */
+  #monitor;
+  /** What a sample reads when nothing delayed the loop (ns): subtracted, so both modes read lateness. */
+  #offsetNs;
+  /** @type {Histogram} */
+  #histogram;
+  /** @type {import('perf_hooks').EventLoopUtilization} */
+  #lastElu;
+  /** @type {{ read(): number[] | null, close(): void } | null} */
+  #sched;
+  /** @type {number[] | null} */
+  #lastSched;
   // The interval's longest lateness (seconds), as sample() read it; with the thread's wait for a
   // CPU it tells a loop the app blocked from one whose thread waited for a CPU (details()).
-  let intervalLate = 0;
+  #intervalLate = 0;
   // Timer mode: monitor.reset() also drops Node's last timestamp (Histogram::Reset), so a
   // lateness not yet recorded at a reset is never recorded. A block that ends with the sample's
   // timer and the monitor's both due, the sample first (another JavaScript timer was due earlier
@@ -111,105 +106,167 @@ function createEventLoopSampler(options = {}) {
   // what happened between the read and the reset goes to the next interval: a lateness the
   // monitor recorded meanwhile, and the time from the read to the check phase itself (the loop
   // did not turn meanwhile: every timer due then was that late).
-  let readCount = 0;
-  let readMax = 0;
-  let readAt = 0;
-  let pendingReset = null;
-  let carried = 0; // nanoseconds, as the monitor records them (lateness + the resolution)
-  const flushReset = () => {
-    if (pendingReset === null) return;
-    clearImmediate(pendingReset);
-    pendingReset = null;
-    if (monitor.count > readCount && monitor.max > readMax) carried = Math.max(carried, monitor.max);
-    const sinceRead = (performance.now() - readAt) * 1e6;
-    if (sinceRead > offsetNs) carried = Math.max(carried, sinceRead + offsetNs);
+  #readCount = 0;
+  #readMax = 0;
+  #readAt = 0;
+  /** @type {NodeJS.Immediate | null} */
+  #pendingReset = null;
+  #carried = 0; // nanoseconds, as the monitor records them (lateness + the resolution)
+  /** #flushReset bound once, for setImmediate. */
+  #flush = () => this.#flushReset();
+
+  /**
+   * @param {object} options
+   * @param {number} [options.resolutionMs] timer mode's resolution
+   * @param {'auto'|'timer'|'iteration'} [options.mode] auto: iteration where supported
+   */
+  constructor(options) {
+    // perf_hooks loads with the sampler, not with its declaration (it would cost the preload).
+    const { monitorEventLoopDelay, performance } = require('perf_hooks');
+    this.#performance = performance;
+    const resolutionMs = options.resolutionMs || RESOLUTION_MS;
+    const wanted = options.mode || 'auto';
+    const mode = wanted === 'timer' || !supportsSamplePerIteration() ? 'timer' : 'iteration';
+    this.mode = mode;
+    this.#offsetNs = mode === 'timer' ? resolutionMs * 1e6 : 0;
+    const monitor = mode === 'timer'
+      ? monitorEventLoopDelay({ resolution: resolutionMs })
+      : monitorEventLoopDelay({ samplePerIteration: true });
+    this.#monitor = monitor;
+    monitor.enable();
+    // In iteration mode the first sample runs from enable() to the end of the first iteration: from
+    // a preload or top-level code it holds the app's startup and the first idle wait, which are no
+    // iteration. It is recorded before that iteration's check phase, so it is dropped there.
+    if (mode === 'iteration') setImmediate(() => monitor.reset()).unref();
+    this.#histogram = new Histogram(EVENTLOOP_BUCKETS);
+    this.#lastElu = performance.eventLoopUtilization();
+    this.#sched = openSchedstat();
+    this.#lastSched = this.#sched ? this.#sched.read() : null;
+  }
+
+  /** Timer mode, in the check phase after a sample: carries what came since the read, then resets. */
+  #flushReset() {
+    if (this.#pendingReset === null) return;
+    clearImmediate(this.#pendingReset);
+    this.#pendingReset = null;
+    const monitor = this.#monitor;
+    if (monitor.count > this.#readCount && monitor.max > this.#readMax) this.#carried = Math.max(this.#carried, monitor.max);
+    const sinceRead = (this.#performance.now() - this.#readAt) * 1e6;
+    if (sinceRead > this.#offsetNs) this.#carried = Math.max(this.#carried, sinceRead + this.#offsetNs);
     monitor.reset();
-  };
+  }
 
-  return {
-    name: 'eventloop',
-    /** 'iteration' or 'timer' */
-    mode,
-    sample() {
-      /** @type {import('./index').RawPoint[]} */
-      const out = [{ name: 'nodejs.eventloop.delay.mode', attributes: { 'nodejs.eventloop.delay.mode': mode }, value: 1 }];
-      const elu = performance.eventLoopUtilization(lastElu);
-      lastElu = performance.eventLoopUtilization();
-      out.push({ name: 'nodejs.eventloop.utilization', attributes: {}, value: elu.utilization });
-      const uv = uvMetrics();
-      if (uv) {
-        out.push(
-          { name: 'nodejs.eventloop.iterations', attributes: {}, value: uv.loopCount },
-          { name: 'nodejs.eventloop.events', attributes: {}, value: uv.events },
-          { name: 'nodejs.eventloop.events.waiting', attributes: {}, value: uv.eventsWaiting },
-        );
-      }
+  /** @returns {import('./index').RawPoint[]} */
+  sample() {
+    const performance = this.#performance;
+    /** @type {import('./index').RawPoint[]} */
+    const out = [{ name: 'nodejs.eventloop.delay.mode', attributes: { 'nodejs.eventloop.delay.mode': this.mode }, value: 1 }];
+    const elu = performance.eventLoopUtilization(this.#lastElu);
+    this.#lastElu = performance.eventLoopUtilization();
+    out.push({ name: 'nodejs.eventloop.utilization', attributes: {}, value: elu.utilization });
+    const uv = uvMetrics();
+    if (uv) {
+      out.push(
+        { name: 'nodejs.eventloop.iterations', attributes: {}, value: uv.loopCount },
+        { name: 'nodejs.eventloop.events', attributes: {}, value: uv.events },
+        { name: 'nodejs.eventloop.events.waiting', attributes: {}, value: uv.eventsWaiting },
+      );
+    }
+    this.#sampleDelay(out);
+    if (this.#histogram.count > 0) {
+      out.push({ name: 'nodejs.eventloop.delay', attributes: {}, histogram: this.#histogram.snapshot() });
+    }
+    return out;
+  }
 
-      flushReset();
-      const n = monitor.count;
-      const lateness = (ns) => Math.max(0, ns - offsetNs) / 1e9;
-      const carriedNs = carried;
-      carried = 0;
-      if (carriedNs > 0) addCarried(histogram, carriedNs, offsetNs);
-      intervalLate = Math.max(n > 0 ? lateness(monitor.max) : 0, lateness(carriedNs));
-      if (n > 0) {
-        out.push(
-          { name: 'nodejs.eventloop.delay.min', attributes: {}, value: lateness(monitor.min) },
-          { name: 'nodejs.eventloop.delay.max', attributes: {}, value: intervalLate },
-          { name: 'nodejs.eventloop.delay.mean', attributes: {}, value: lateness(monitor.mean) },
-          { name: 'nodejs.eventloop.delay.p50', attributes: {}, value: lateness(monitor.percentile(50)) },
-          { name: 'nodejs.eventloop.delay.p90', attributes: {}, value: lateness(monitor.percentile(90)) },
-          { name: 'nodejs.eventloop.delay.p99', attributes: {}, value: lateness(monitor.percentile(99)) },
-        );
-        addToBuckets(histogram, monitor, n, offsetNs);
-        if (mode === 'iteration') {
-          // an iteration is recorded at its end, after this reset: nothing is lost
-          monitor.reset();
-        } else {
-          readCount = n;
-          readMax = monitor.max;
-          readAt = performance.now();
-          pendingReset = setImmediate(flushReset);
-          pendingReset.unref();
-        }
-      } else if (carriedNs > 0) {
-        out.push({ name: 'nodejs.eventloop.delay.max', attributes: {}, value: intervalLate });
+  /**
+   * The interval's delay gauges into `out`, its samples (and any carried lateness) into the
+   * histogram; then the monitor is reset (timer mode: in the check phase, see #flushReset).
+   * @param {import('./index').RawPoint[]} out
+   */
+  #sampleDelay(out) {
+    const monitor = this.#monitor;
+    const offsetNs = this.#offsetNs;
+    this.#flushReset();
+    const n = monitor.count;
+    const carriedNs = this.#carried;
+    this.#carried = 0;
+    if (carriedNs > 0) addCarried(this.#histogram, carriedNs, offsetNs);
+    this.#intervalLate = Math.max(n > 0 ? lateness(monitor.max, offsetNs) : 0, lateness(carriedNs, offsetNs));
+    if (n > 0) {
+      out.push(
+        { name: 'nodejs.eventloop.delay.min', attributes: {}, value: lateness(monitor.min, offsetNs) },
+        { name: 'nodejs.eventloop.delay.max', attributes: {}, value: this.#intervalLate },
+        { name: 'nodejs.eventloop.delay.mean', attributes: {}, value: lateness(monitor.mean, offsetNs) },
+        { name: 'nodejs.eventloop.delay.p50', attributes: {}, value: lateness(monitor.percentile(50), offsetNs) },
+        { name: 'nodejs.eventloop.delay.p90', attributes: {}, value: lateness(monitor.percentile(90), offsetNs) },
+        { name: 'nodejs.eventloop.delay.p99', attributes: {}, value: lateness(monitor.percentile(99), offsetNs) },
+      );
+      addToBuckets(this.#histogram, monitor, n, offsetNs);
+      if (this.mode === 'iteration') {
+        // an iteration is recorded at its end, after this reset: nothing is lost
+        monitor.reset();
+      } else {
+        this.#readCount = n;
+        this.#readMax = monitor.max;
+        this.#readAt = this.#performance.now();
+        this.#pendingReset = setImmediate(this.#flush);
+        this.#pendingReset.unref();
       }
-      if (histogram.count > 0) {
-        out.push({ name: 'nodejs.eventloop.delay', attributes: {}, histogram: histogram.snapshot() });
-      }
-      return out;
-    },
-    /**
-     * Seconds the main thread ran on a CPU and waited for one since the last endInterval() (null where
-     * the platform does not tell): a loop late because its thread waited for a CPU (an
-     * overloaded host, a CPU quota) is not an app blocking its loop. Read after sample().
-     */
-    details() {
-      const now = sched ? sched.read() : null;
-      const known = now !== null && lastSched !== null;
-      const wait = known ? (now[1] - lastSched[1]) / 1e9 : null;
-      return {
-        mainThreadCpuSeconds: known ? (now[0] - lastSched[0]) / 1e9 : null,
-        mainThreadWaitSeconds: wait,
-        // The interval's longest lateness less all the time the thread waited for a CPU in the
-        // interval: what the app blocked at least, running or in a blocking call (sync I/O,
-        // Atomics.wait, execSync). A lower bound: the wait may have been outside the block.
-        blockedOnCpuMaxSeconds: known ? Math.max(0, intervalLate - wait) : null,
-      };
-    },
-    /** Start a new interval. */
-    endInterval() {
-      lastSched = sched ? sched.read() : null;
-      intervalLate = 0;
-    },
-    close() {
-      if (pendingReset !== null) clearImmediate(pendingReset);
-      pendingReset = null;
-      monitor.disable();
-      if (sched) sched.close();
-    },
-  };
+    } else if (carriedNs > 0) {
+      out.push({ name: 'nodejs.eventloop.delay.max', attributes: {}, value: this.#intervalLate });
+    }
+  }
+
+  /**
+   * Seconds the main thread ran on a CPU and waited for one since the last endInterval() (null where
+   * the platform does not tell): a loop late because its thread waited for a CPU (an
+   * overloaded host, a CPU quota) is not an app blocking its loop. Read after sample().
+   */
+  details() {
+    const now = this.#sched ? this.#sched.read() : null;
+    const last = this.#lastSched;
+    const known = now !== null && last !== null;
+    const wait = known ? (now[1] - last[1]) / 1e9 : null;
+    return {
+      mainThreadCpuSeconds: known ? (now[0] - last[0]) / 1e9 : null,
+      mainThreadWaitSeconds: wait,
+      // The interval's longest lateness less all the time the thread waited for a CPU in the
+      // interval: what the app blocked at least, running or in a blocking call (sync I/O,
+      // Atomics.wait, execSync). A lower bound: the wait may have been outside the block.
+      blockedOnCpuMaxSeconds: known ? Math.max(0, this.#intervalLate - wait) : null,
+    };
+  }
+
+  /** Start a new interval. */
+  endInterval() {
+    this.#lastSched = this.#sched ? this.#sched.read() : null;
+    this.#intervalLate = 0;
+  }
+
+  /** Stops the monitor and a pending reset, closes the schedstat file. */
+  close() {
+    if (this.#pendingReset !== null) clearImmediate(this.#pendingReset);
+    this.#pendingReset = null;
+    this.#monitor.disable();
+    if (this.#sched) this.#sched.close();
+  }
+}
+
+/**
+ * The event-loop sampler (see EventLoopSampler); it starts monitoring at once.
+ * @param {object} [options]
+ * @param {number} [options.resolutionMs] timer mode's resolution
+ * @param {'auto'|'timer'|'iteration'} [options.mode] auto: iteration where supported
+ * @returns {EventLoopSampler}
+ */
+function createEventLoopSampler(options = {}) {
+  return new EventLoopSampler(options);
+}
+
+/** A monitor's value (ns) as lateness in seconds: less what an undelayed loop reads. */
+function lateness(ns, offsetNs) {
+  return Math.max(0, ns - offsetNs) / 1e9;
 }
 
 /**
