@@ -3,7 +3,10 @@
 const assert = require('node:assert/strict');
 const fs = require('fs');
 const path = require('path');
-const { kindOf, routeOf, createTracer, supportsTrackPromises } = require('../../lib/sources/threadpool/tracer');
+const { createTracer } = require('../../lib/sources/threadpool/tracer');
+const { kindOf } = require('../../lib/sources/threadpool/jobs');
+const { routeOf } = require('../../lib/sources/threadpool/routes');
+const { supportsTrackPromises } = require('../../lib/sources/threadpool/modes');
 const { FIXTURES, runNode, lastJson } = require('../helpers/child');
 
 const APP = path.join(FIXTURES, 'tracer-app.js');
