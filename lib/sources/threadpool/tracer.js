@@ -289,4 +289,4 @@ function createTracer(options) {
   return new Tracer(options);
 }
 
-module.exports = { createTracer, Tracer };
+module.exports = { createTracer };

@@ -8,8 +8,8 @@
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { REGISTER, FIXTURES, runNode, lastJson } = require('../helpers/child');
-const { buildAddon } = require('../helpers/addon');
+const { REGISTER, FIXTURES, runNode, lastJson } = require('../../helpers/child');
+const { buildAddon } = require('../../helpers/addon');
 
 const APP = path.join(FIXTURES, 'tracer-addon-app.js');
 const THROW_APP = path.join(FIXTURES, 'addon-throw-app.js');
