@@ -15,13 +15,14 @@ const jobEnd = published.threadpoolJobEnd;
 // (internalBinding('async_wrap').Providers, from NODE_ASYNC_PROVIDER_TYPES in src/async_wrap.h):
 // ARGON2REQUEST is Node 24+. HKDF, ECDH and DH key agreement run as DERIVEBITSREQUEST. Every crypto
 // job here runs on the pool when called asynchronously (CryptoJob with kCryptoJobAsync).
+/** @type {Map<string, string>} */
 const KIND_OF_TYPE = new Map([
   ['GETADDRINFOREQWRAP', 'dns'], ['GETNAMEINFOREQWRAP', 'dns'],
   ['FSREQCALLBACK', 'fs'], ['FSREQPROMISE', 'fs'], ['FILEHANDLECLOSEREQ', 'fs'],
   ['ZLIB', 'zlib'],
   ...['CHECKPRIMEREQUEST', 'PBKDF2REQUEST', 'KEYPAIRGENREQUEST', 'KEYGENREQUEST', 'KEYEXPORTREQUEST',
     'ARGON2REQUEST', 'CIPHERREQUEST', 'DERIVEBITSREQUEST', 'HASHREQUEST', 'RANDOMBYTESREQUEST',
-    'RANDOMPRIMEREQUEST', 'SCRYPTREQUEST', 'SIGNREQUEST', 'VERIFYREQUEST', 'HKDFREQUEST'].map((t) => [t, 'crypto']),
+    'RANDOMPRIMEREQUEST', 'SCRYPTREQUEST', 'SIGNREQUEST', 'VERIFYREQUEST', 'HKDFREQUEST'].map((t) => /** @type {[string, string]} */ ([t, 'crypto'])),
 ]);
 
 // Node's own provider types that are not threadpool work (handles, stream writes, timers,
@@ -55,7 +56,7 @@ const OTHER = '_other';
 /**
  * The kind of threadpool work of an async_hooks provider type.
  * @param {string} type an async_hooks provider type
- * @returns {'dns'|'fs'|'crypto'|'zlib'|'other'|null} null: not threadpool work
+ * @returns {string|null} 'dns', 'fs', 'crypto', 'zlib' or 'other'; null: not threadpool work
  */
 function kindOf(type) {
   return KIND_OF_TYPE.get(type) || (NOT_POOL.has(type) ? null : 'other');
@@ -74,6 +75,7 @@ class JobBook {
   #otherTypes = 0;
   #dropped = 0;
   #callerBudget = CALLER_SAMPLES_PER_INTERVAL;
+  /** @type {{ update(inFlight: boolean): void }|null} */
   #callbacks = null; // lean mode's CallbackSwitch (lib/sources/threadpool/modes.js)
   #hrtime;
   #routes;

@@ -18,6 +18,7 @@ const asyncHooks = require('async_hooks');
 // most this many each (the older is dropped when the newer fills up).
 const ROUTE_IDS_PER_GENERATION = 4096;
 
+/** @type {boolean|undefined} */
 let trackPromisesOption;
 
 /**
@@ -43,7 +44,7 @@ function supportsTrackPromises() {
 // AsyncLocalStorage on AsyncContextFrame (Node 24+ unless --no-async-context-frame) has no hook of
 // its own; the async_hooks-based one (Node 20/22, or with that flag) has _propagate.
 function alsIsFrameBased() {
-  return typeof asyncHooks.AsyncLocalStorage.prototype._propagate !== 'function';
+  return typeof /** @type {any} */ (asyncHooks.AsyncLocalStorage.prototype)._propagate !== 'function';
 }
 
 /**
@@ -106,12 +107,12 @@ class LeanCarrier {
   #ids = new Map(); // async id -> request, newer generation
   #old = new Map(); // and the older one
 
-  /** @returns {object|undefined} the request in AsyncLocalStorage */
+  /** @returns {FollowedRequest|undefined} the request in AsyncLocalStorage */
   store() {
     return this.#als.getStore();
   }
 
-  /** @returns {object|undefined} the request of the current execution context */
+  /** @returns {FollowedRequest|undefined} the request of the current execution context */
   find() {
     return this.#byId(asyncHooks.executionAsyncId());
   }
@@ -191,6 +192,7 @@ class LeanCarrier {
 class ClassicCarrier {
   #key = Symbol('uvscope.route');
 
+  /** @returns {undefined} */
   store() {
     return undefined;
   }
@@ -241,4 +243,7 @@ function createMode(lean, init, before) {
   return { hook, callbacks, carrier: new LeanCarrier() };
 }
 
-module.exports = { createMode, leanModeAvailable, supportsTrackPromises };
+/** @typedef {LeanCarrier|ClassicCarrier} Carrier */
+/** @typedef {{ method: string, url: string, label: ({ method: string, route: string }|undefined), window: number }} FollowedRequest */
+
+module.exports = { createMode, leanModeAvailable, supportsTrackPromises, CallbackSwitch };

@@ -40,7 +40,9 @@ class PoolThreads {
   #root;
   #hrtime;
   #names = new Map(); // tid -> is a pool worker (a thread's name is read once)
-  #previous = null; // { at, cpu: Map<tid, {run, wait, slices}> }
+  /** @type {{ at: bigint, cpu: Map<string, { run: number, wait: number, slices: number }> }|null} */
+  #previous = null;
+  /** @type {string|null} */
   #unavailable = null;
 
   /**

@@ -42,7 +42,9 @@ class Routes {
   #lean;
   #now;
   #fail;
+  /** @type {import('./modes').Carrier|null} */
   #carrier = null; // the mode's (lib/sources/threadpool/modes.js), set at the first arming
+  /** @type {import('diagnostics_channel').Channel|null} */
   #channel = null;
   #labels = new Map(); // `${method} ${route}` -> kept label
   #armed = false;
@@ -80,7 +82,7 @@ class Routes {
 
   /**
    * Start following requests (a burst from now).
-   * @param {object} carrier the mode's route carrier
+   * @param {import('./modes').Carrier} carrier the mode's route carrier
    */
   arm(carrier) {
     this.#carrier = carrier;
@@ -127,7 +129,7 @@ class Routes {
     if (!request || request.window !== this.#armings) request = this.watching ? this.#carrier.find() : undefined;
     if (!request || request.window !== this.#armings) return null;
     if (request.label === undefined) request.label = this.#bounded(request.method, request.url);
-    return request.label;
+    return request.label || null;
   }
 
   #onRequestStart = (message) => {

@@ -34,9 +34,12 @@ class Tracer {
   #now;
   #startedAt;
   #lean;
+  /** @type {import('async_hooks').AsyncHook|null} */
   #hook = null;
+  /** @type {import('./modes').CallbackSwitch|null} */
   #callbacks = null; // lean mode's `before` hook switch
   #armed = false;
+  /** @type {number|null} */
   #armedSince = null;
   #disarmedAt = -Infinity;
   #armings = 0;
@@ -44,7 +47,9 @@ class Tracer {
   #own = 0; // > 0 while uvscope submits its own probes
   #failed = false;
   #closed = false;
+  /** @type {Array<[object, string, Function, Function]>} */
   #patched = []; // [prototype, method, original, wrapped]
+  /** @type {import('./modes').Carrier|null} */
   #carrier = null; // the mode's route carrier
   #routes;
   #jobs;
@@ -246,7 +251,7 @@ class Tracer {
         this.#jobs.watchWith(mode.callbacks);
         this.#carrier = mode.carrier;
       }
-      this.#routes.arm(this.#carrier);
+      this.#routes.arm(/** @type {import('./modes').Carrier} */ (this.#carrier));
       this.#hook.enable();
     } catch (err) {
       this.#fail(err);
