@@ -244,6 +244,7 @@ function createMode(lean, init, before) {
 }
 
 /** @typedef {LeanCarrier|ClassicCarrier} Carrier */
+/** @typedef {CallbackSwitch} Callbacks */
 /** @typedef {{ method: string, url: string, label: ({ method: string, route: string }|undefined), window: number }} FollowedRequest */
 
-module.exports = { createMode, leanModeAvailable, supportsTrackPromises, CallbackSwitch };
+module.exports = { createMode, leanModeAvailable, supportsTrackPromises };

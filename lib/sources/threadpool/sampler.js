@@ -163,6 +163,7 @@ function poolPoints(size, dnsSlots, pending) {
   // use any thread. This is a lower bound for DNS when fs work holds every thread.
   const dnsRunning = Math.min(pending.dns, dnsSlots);
   const fsRunning = Math.min(pending.fs, size - dnsRunning);
+  /** @type {Array<{ name: string, attributes: Record<string, string>, value?: number, histogram?: object }>} */
   const out = [
     { name: 'nodejs.uv.threadpool.size', attributes: {}, value: size },
     { name: 'nodejs.uv.threadpool.dns_slots', attributes: {}, value: dnsSlots },

@@ -36,7 +36,7 @@ class Tracer {
   #lean;
   /** @type {import('async_hooks').AsyncHook|null} */
   #hook = null;
-  /** @type {import('./modes').CallbackSwitch|null} */
+  /** @type {import('./modes').Callbacks|null} */
   #callbacks = null; // lean mode's `before` hook switch
   #armed = false;
   /** @type {number|null} */
