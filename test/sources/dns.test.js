@@ -47,7 +47,7 @@ describe('samplers/dns: every lookup, against a DNS server the test controls', f
   it('times lookups made through dns.lookup, dns.promises, util.promisify, net, http, fetch and dgram within a few ms of the answer delay', async () => {
     const vias = ['lookup', 'promises', 'promisify', 'net', 'http', 'fetch', 'dgram'];
     // One at a time: concurrent lookups would queue for the pool's 2 DNS slots (that is tested in
-    // samplers/threadpool.test.js).
+    // sources/threadpool/sampler.test.js).
     const { results, samples } = await runApp({ sequential: true, lookups: vias.map((via) => ({ via, name: `${via}.slow.test` })) });
     for (const r of results) {
       assert.equal(r.code, null, `${r.via}: ${r.code}`);

@@ -1,6 +1,7 @@
 'use strict';
 
 const fs = require('fs');
+const { round } = require('../../core/format');
 
 // libuv 1.50+ (Node 22+) names its pool threads (src/threadpool.c: uv_thread_setname).
 const WORKER_NAME = 'libuv-worker';
@@ -8,6 +9,12 @@ const WORKER_NAME = 'libuv-worker';
 // (the kernel's ABI constant, independent of CONFIG_HZ). Used only where schedstat is missing.
 const USER_HZ = 100;
 const TASKS = '/proc/self/task';
+
+/**
+ * @typedef {{ available: true, threads: number, computing: number, runnable: number|null, schedulings: number|null, meanWaitSeconds: number|null }
+ *   | { available: false, reason: string }} PoolThreadsReading
+ *   runnable, schedulings and meanWaitSeconds are null where schedstat is missing
+ */
 
 /**
  * Busy pool threads from the kernel's per-thread accounting, without any hook: the threads named
@@ -28,42 +35,94 @@ const TASKS = '/proc/self/task';
  * thread. schedulings (arrivals on a CPU per second, schedstat's third field) and
  * meanWaitSeconds (run_delay per arrival) are given so a reader can see which kind of wait it
  * was: microseconds per arrival is wake-ups, not threads short of a CPU.
- *
- * @param {object} [options]
- * @param {string} [options.root] the task directory (tests)
- * @param {() => bigint} [options.hrtime] monotonic clock in ns (tests)
- * @returns {{ read(): ({ available: true, threads: number, computing: number, runnable: number|null, schedulings: number|null, meanWaitSeconds: number|null } | { available: false, reason: string }) }}
- *   runnable, schedulings and meanWaitSeconds are null where schedstat is missing
  */
-function createPoolThreads(options = {}) {
-  const root = options.root || TASKS;
-  const hrtime = options.hrtime || process.hrtime.bigint;
-  const names = new Map(); // tid -> is a pool worker (a thread's name is read once)
-  let previous = null; // { at, cpu: Map<tid, {run, wait}> }
-  let unavailable = null;
+class PoolThreads {
+  #root;
+  #hrtime;
+  #names = new Map(); // tid -> is a pool worker (a thread's name is read once)
+  /** @type {{ at: bigint, cpu: Map<string, { run: number, wait: number, slices: number }> }|null} */
+  #previous = null;
+  /** @type {string|null} */
+  #unavailable = null;
 
-  if (process.platform !== 'linux') unavailable = `/proc is Linux-only (platform ${process.platform})`;
+  /**
+   * @param {object} [options]
+   * @param {string} [options.root] the task directory (tests)
+   * @param {() => bigint} [options.hrtime] monotonic clock in ns (tests)
+   */
+  constructor(options = {}) {
+    this.#root = options.root || TASKS;
+    this.#hrtime = options.hrtime || process.hrtime.bigint;
+    if (process.platform !== 'linux') this.#unavailable = `/proc is Linux-only (platform ${process.platform})`;
+  }
 
-  function isWorker(tid) {
-    let w = names.get(tid);
+  /**
+   * Busy threads as mean numbers of threads since the last call (the first gives none).
+   * @returns {PoolThreadsReading}
+   */
+  read() {
+    if (this.#unavailable) return { available: false, reason: this.#unavailable };
+    let tids;
+    try {
+      tids = fs.readdirSync(this.#root);
+    } catch (err) {
+      this.#unavailable = `${this.#root} cannot be read (${err.code || err.message})`;
+      return { available: false, reason: this.#unavailable };
+    }
+    const at = this.#hrtime();
+    const { cpu, hasWait } = this.#workerTimes(tids);
+    if (cpu.size === 0) {
+      this.#previous = { at, cpu };
+      // The pool starts with its first job; before that no worker exists yet, named or not.
+      return { available: false, reason: Number(process.versions.uv.split('.')[0]) === 1 && Number(process.versions.uv.split('.')[1]) < 50
+        ? `libuv ${process.versions.uv} (Node ${process.versions.node.split('.')[0]}) does not name its pool threads (libuv 1.50+, Node 22+ does)`
+        : 'no libuv-worker thread yet (the pool starts with its first job)' };
+    }
+    const previous = this.#previous;
+    this.#previous = { at, cpu };
+    if (!previous || previous.cpu.size === 0) return { available: false, reason: 'first reading (CPU time per interval needs two)' };
+    const { computing, runnable, slices, meanWait } = rates(previous, at, cpu);
+    return {
+      available: true, threads: cpu.size, computing: round(computing, 3), runnable: hasWait ? round(runnable, 3) : null,
+      schedulings: hasWait ? Math.round(slices) : null, meanWaitSeconds: hasWait ? round(meanWait, 9) : null,
+    };
+  }
+
+  // CPU times of the pool's threads now, and whether every one has schedstat (a runnable time).
+  #workerTimes(tids) {
+    const cpu = new Map();
+    let hasWait = true;
+    for (const tid of tids) {
+      if (!this.#isWorker(tid)) continue;
+      const t = this.#times(tid);
+      if (!t) continue;
+      hasWait = hasWait && t.hasWait;
+      cpu.set(tid, t);
+    }
+    if (this.#names.size > tids.length * 2) for (const tid of this.#names.keys()) if (!tids.includes(tid)) this.#names.delete(tid);
+    return { cpu, hasWait };
+  }
+
+  #isWorker(tid) {
+    let w = this.#names.get(tid);
     if (w === undefined) {
       try {
-        w = fs.readFileSync(`${root}/${tid}/comm`, 'latin1').trim() === WORKER_NAME;
+        w = fs.readFileSync(`${this.#root}/${tid}/comm`, 'latin1').trim() === WORKER_NAME;
       } catch {
         return false; // thread gone
       }
-      names.set(tid, w);
+      this.#names.set(tid, w);
     }
     return w;
   }
 
-  function times(tid) {
+  #times(tid) {
     try {
-      const [run, wait, slices] = fs.readFileSync(`${root}/${tid}/schedstat`, 'latin1').trim().split(' ');
+      const [run, wait, slices] = fs.readFileSync(`${this.#root}/${tid}/schedstat`, 'latin1').trim().split(' ');
       return { run: Number(run) / 1e9, wait: Number(wait) / 1e9, slices: Number(slices), hasWait: true };
     } catch {
       try {
-        const stat = fs.readFileSync(`${root}/${tid}/stat`, 'latin1');
+        const stat = fs.readFileSync(`${this.#root}/${tid}/stat`, 'latin1');
         const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
         // fields[0] is the state (3rd field); utime and stime are fields 14 and 15.
         return { run: (Number(fields[11]) + Number(fields[12])) / USER_HZ, wait: 0, slices: 0, hasWait: false };
@@ -72,71 +131,35 @@ function createPoolThreads(options = {}) {
       }
     }
   }
-
-  return {
-    read() {
-      if (unavailable) return { available: false, reason: unavailable };
-      let tids;
-      try {
-        tids = fs.readdirSync(root);
-      } catch (err) {
-        unavailable = `${root} cannot be read (${err.code || err.message})`;
-        return { available: false, reason: unavailable };
-      }
-      const at = hrtime();
-      const cpu = new Map();
-      let hasWait = true;
-      for (const tid of tids) {
-        if (!isWorker(tid)) continue;
-        const t = times(tid);
-        if (!t) continue;
-        hasWait = hasWait && t.hasWait;
-        cpu.set(tid, t);
-      }
-      if (names.size > tids.length * 2) for (const tid of names.keys()) if (!tids.includes(tid)) names.delete(tid);
-      if (cpu.size === 0) {
-        previous = { at, cpu };
-        // The pool starts with its first job; before that no worker exists yet, named or not.
-        return { available: false, reason: Number(process.versions.uv.split('.')[0]) === 1 && Number(process.versions.uv.split('.')[1]) < 50
-          ? `libuv ${process.versions.uv} (Node ${process.versions.node.split('.')[0]}) does not name its pool threads (libuv 1.50+, Node 22+ does)`
-          : 'no libuv-worker thread yet (the pool starts with its first job)' };
-      }
-      let computing = 0;
-      let runnable = 0;
-      let slices = 0;
-      let meanWait = 0;
-      if (previous && previous.cpu.size > 0) {
-        const seconds = Number(at - previous.at) / 1e9;
-        for (const [tid, t] of cpu) {
-          const before = previous.cpu.get(tid);
-          if (!before) continue;
-          computing += Math.max(0, t.run - before.run);
-          runnable += Math.max(0, t.wait - before.wait);
-          slices += Math.max(0, t.slices - before.slices);
-        }
-        // Mean wait per arrival on a CPU, before dividing by the interval.
-        meanWait = slices > 0 ? runnable / slices : 0;
-        computing = seconds > 0 ? computing / seconds : 0;
-        runnable = seconds > 0 ? runnable / seconds : 0;
-        slices = seconds > 0 ? slices / seconds : 0;
-      }
-      const first = !previous || previous.cpu.size === 0;
-      previous = { at, cpu };
-      if (first) return { available: false, reason: 'first reading (CPU time per interval needs two)' };
-      return {
-        available: true, threads: cpu.size, computing: round(computing), runnable: hasWait ? round(runnable) : null,
-        schedulings: hasWait ? Math.round(slices) : null, meanWaitSeconds: hasWait ? round9(meanWait) : null,
-      };
-    },
-  };
 }
 
-function round(x) {
-  return Math.round(x * 1000) / 1000;
+// Per second since the previous reading: time computing, time runnable and arrivals on a CPU of
+// the threads seen both times, and the mean wait per arrival.
+function rates(previous, at, cpu) {
+  const seconds = Number(at - previous.at) / 1e9;
+  let computing = 0;
+  let runnable = 0;
+  let slices = 0;
+  for (const [tid, t] of cpu) {
+    const before = previous.cpu.get(tid);
+    if (!before) continue;
+    computing += Math.max(0, t.run - before.run);
+    runnable += Math.max(0, t.wait - before.wait);
+    slices += Math.max(0, t.slices - before.slices);
+  }
+  // Mean wait per arrival on a CPU, before dividing by the interval.
+  const meanWait = slices > 0 ? runnable / slices : 0;
+  if (seconds <= 0) return { computing: 0, runnable: 0, slices: 0, meanWait };
+  return { computing: computing / seconds, runnable: runnable / seconds, slices: slices / seconds, meanWait };
 }
 
-function round9(x) {
-  return Math.round(x * 1e9) / 1e9;
+/**
+ * Busy pool threads (see PoolThreads).
+ * @param {ConstructorParameters<typeof PoolThreads>[0]} [options]
+ * @returns {PoolThreads}
+ */
+function createPoolThreads(options) {
+  return new PoolThreads(options);
 }
 
 module.exports = { createPoolThreads, WORKER_NAME };

@@ -56,53 +56,10 @@ function createThreadpoolSampler(options = {}) {
         size = readSetting(UV_THREADPOOL_SIZE, options.env);
         dnsSlots = slotsFor(size);
       }
-      const listed = { dns: sum(tick.resources, DNS_TYPES), fs: sum(tick.resources, FS_TYPES) };
-      // While armed the tracer counts every job it saw start; jobs from before arming are not
-      // known to it, so for dns and fs (which Node lists) the larger of the two lower bounds wins.
-      const traced = tracer.pendingByKind();
-      const pending = { dns: listed.dns, fs: listed.fs };
-      if (traced) {
-        pending.dns = Math.max(listed.dns, traced.get('dns') || 0);
-        pending.fs = Math.max(listed.fs, traced.get('fs') || 0);
-        for (const kind of ['crypto', 'zlib', 'other']) pending[kind] = traced.get(kind) || 0;
-      }
-      // libuv lets at most dnsSlots threads run slow I/O (getaddrinfo/getnameinfo); fs work can
-      // use any thread. This is a lower bound for DNS when fs work holds every thread.
-      const dnsRunning = Math.min(pending.dns, dnsSlots);
-      const fsRunning = Math.min(pending.fs, size - dnsRunning);
-      const out = [
-        { name: 'nodejs.uv.threadpool.size', attributes: {}, value: size },
-        { name: 'nodejs.uv.threadpool.dns_slots', attributes: {}, value: dnsSlots },
-      ];
-      for (const [kind, value] of Object.entries(pending)) {
-        out.push({ name: 'nodejs.uv.threadpool.pending', attributes: { 'nodejs.uv.threadpool.kind': kind }, value });
-      }
-      out.push(
-        { name: 'nodejs.uv.threadpool.queued', attributes: { 'nodejs.uv.threadpool.kind': 'dns' }, value: pending.dns - dnsRunning },
-        { name: 'nodejs.uv.threadpool.queued', attributes: { 'nodejs.uv.threadpool.kind': 'fs' }, value: pending.fs - fsRunning },
-      );
-      const probeFigures = {};
-      let waitSeconds = 0;
-      for (const queue of Object.keys(probes)) {
-        const probe = probes[queue];
-        if (!probe) continue;
-        out.push({ name: 'uvscope.probe.in_flight', attributes: { 'nodejs.uv.threadpool.queue': queue }, value: probe.inFlight ? 1 : 0 });
-        out.push({ name: 'nodejs.uv.threadpool.queue_wait', attributes: { 'nodejs.uv.threadpool.queue': queue }, histogram: probe.histogram.snapshot() });
-        const figures = probe.takeInterval();
-        probeFigures[queue] = figures;
-        waitSeconds = Math.max(waitSeconds, figures.maxWaitSeconds, figures.inFlightSeconds);
-      }
-      let busy;
-      try {
-        busy = poolThreads.read();
-      } catch (err) {
-        reportError('sampler:threadpool', err);
-        busy = { available: false, reason: 'reading /proc failed' };
-      }
-      if (busy.available) {
-        out.push({ name: 'nodejs.uv.threadpool.busy', attributes: { 'nodejs.uv.threadpool.thread.state': 'computing' }, value: busy.computing });
-        if (busy.runnable !== null) out.push({ name: 'nodejs.uv.threadpool.busy', attributes: { 'nodejs.uv.threadpool.thread.state': 'runnable' }, value: busy.runnable });
-      }
+      const pending = pendingJobs(tick.resources, tracer.pendingByKind());
+      const out = poolPoints(size, dnsSlots, pending);
+      const { probeFigures, waitSeconds } = probePoints(probes, out);
+      const busy = busyPoints(poolThreads, out);
       const seen = tracer.collect();
       for (const h of seen.histograms) {
         out.push({ name: 'nodejs.uv.threadpool.job.duration', attributes: { 'nodejs.uv.threadpool.kind': h.kind, 'nodejs.uv.threadpool.job.type': h.type }, histogram: h.histogram });
@@ -125,7 +82,7 @@ function createThreadpoolSampler(options = {}) {
       }
       return out;
     },
-    /** @returns {object|null} snapshot.details.threadpool (see /work/brief/CONTRACTS.md) */
+    /** @returns {object|null} snapshot.details.threadpool: the latest sample's size, dnsSlots, pending, probes, busy and tracer figures */
     details() {
       return last;
     },
@@ -179,6 +136,78 @@ function createProbe(component, run) {
       }
     },
   };
+}
+
+/**
+ * Pending jobs by kind: what Node lists for dns and fs and, while the tracer is armed, what it saw.
+ * @param {Map<string, number>} resources process.getActiveResourcesInfo() counted by type
+ * @param {Map<string, number>|null} traced the tracer's pending jobs by kind (null: disarmed)
+ * @returns {Record<string, number>}
+ */
+function pendingJobs(resources, traced) {
+  const listed = { dns: sum(resources, DNS_TYPES), fs: sum(resources, FS_TYPES) };
+  // While armed the tracer counts every job it saw start; jobs from before arming are not
+  // known to it, so for dns and fs (which Node lists) the larger of the two lower bounds wins.
+  const pending = { dns: listed.dns, fs: listed.fs };
+  if (traced) {
+    pending.dns = Math.max(listed.dns, traced.get('dns') || 0);
+    pending.fs = Math.max(listed.fs, traced.get('fs') || 0);
+    for (const kind of ['crypto', 'zlib', 'other']) pending[kind] = traced.get(kind) || 0;
+  }
+  return pending;
+}
+
+/** Size, DNS slots, pending and queued jobs as metric points. */
+function poolPoints(size, dnsSlots, pending) {
+  // libuv lets at most dnsSlots threads run slow I/O (getaddrinfo/getnameinfo); fs work can
+  // use any thread. This is a lower bound for DNS when fs work holds every thread.
+  const dnsRunning = Math.min(pending.dns, dnsSlots);
+  const fsRunning = Math.min(pending.fs, size - dnsRunning);
+  /** @type {Array<{ name: string, attributes: Record<string, string>, value?: number, histogram?: object }>} */
+  const out = [
+    { name: 'nodejs.uv.threadpool.size', attributes: {}, value: size },
+    { name: 'nodejs.uv.threadpool.dns_slots', attributes: {}, value: dnsSlots },
+  ];
+  for (const [kind, value] of Object.entries(pending)) {
+    out.push({ name: 'nodejs.uv.threadpool.pending', attributes: { 'nodejs.uv.threadpool.kind': kind }, value });
+  }
+  out.push(
+    { name: 'nodejs.uv.threadpool.queued', attributes: { 'nodejs.uv.threadpool.kind': 'dns' }, value: pending.dns - dnsRunning },
+    { name: 'nodejs.uv.threadpool.queued', attributes: { 'nodejs.uv.threadpool.kind': 'fs' }, value: pending.fs - fsRunning },
+  );
+  return out;
+}
+
+/** Each probe's state and queue wait histogram pushed to out; the interval's figures and longest wait returned. */
+function probePoints(probes, out) {
+  const probeFigures = {};
+  let waitSeconds = 0;
+  for (const queue of Object.keys(probes)) {
+    const probe = probes[queue];
+    if (!probe) continue;
+    out.push({ name: 'uvscope.probe.in_flight', attributes: { 'nodejs.uv.threadpool.queue': queue }, value: probe.inFlight ? 1 : 0 });
+    out.push({ name: 'nodejs.uv.threadpool.queue_wait', attributes: { 'nodejs.uv.threadpool.queue': queue }, histogram: probe.histogram.snapshot() });
+    const figures = probe.takeInterval();
+    probeFigures[queue] = figures;
+    waitSeconds = Math.max(waitSeconds, figures.maxWaitSeconds, figures.inFlightSeconds);
+  }
+  return { probeFigures, waitSeconds };
+}
+
+/** Busy pool threads (lib/sources/threadpool/pool-threads.js) pushed to out where known; the reading returned. */
+function busyPoints(poolThreads, out) {
+  let busy;
+  try {
+    busy = poolThreads.read();
+  } catch (err) {
+    reportError('sampler:threadpool', err);
+    busy = { available: false, reason: 'reading /proc failed' };
+  }
+  if (busy.available) {
+    out.push({ name: 'nodejs.uv.threadpool.busy', attributes: { 'nodejs.uv.threadpool.thread.state': 'computing' }, value: busy.computing });
+    if (busy.runnable !== null) out.push({ name: 'nodejs.uv.threadpool.busy', attributes: { 'nodejs.uv.threadpool.thread.state': 'runnable' }, value: busy.runnable });
+  }
+  return busy;
 }
 
 function sum(counts, types) {

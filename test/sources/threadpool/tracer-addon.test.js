@@ -8,8 +8,8 @@
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { REGISTER, FIXTURES, runNode, lastJson } = require('../helpers/child');
-const { buildAddon } = require('../helpers/addon');
+const { REGISTER, FIXTURES, runNode, lastJson } = require('../../helpers/child');
+const { buildAddon } = require('../../helpers/addon');
 
 const APP = path.join(FIXTURES, 'tracer-addon-app.js');
 const THROW_APP = path.join(FIXTURES, 'addon-throw-app.js');
@@ -33,7 +33,7 @@ describe('tracer with a native addon', function () {
       addon = (await buildAddon()).file;
     } catch (err) {
       // CI must build it (.ci/run installs the toolchain); elsewhere, no compiler or headers is a skip.
-      if (process.env.CI) throw new Error(`the test addon must build in CI (CI=${process.env.CI}): ${err.message}`);
+      if (process.env.CI) throw new Error(`the test addon must build in CI (CI=${process.env.CI}): ${err.message}`, { cause: err });
       if (!warned) {
         warned = true;
         console.warn(`[uvscope tests] skipping the native addon tests: ${err.message.split('\n')[0]}`);

@@ -3,8 +3,11 @@
 const assert = require('node:assert/strict');
 const fs = require('fs');
 const path = require('path');
-const { kindOf, routeOf, createTracer, supportsTrackPromises } = require('../../lib/sources/threadpool/tracer');
-const { FIXTURES, runNode, lastJson } = require('../helpers/child');
+const { createTracer } = require('../../../lib/sources/threadpool/tracer');
+const { kindOf } = require('../../../lib/sources/threadpool/jobs');
+const { routeOf } = require('../../../lib/sources/threadpool/routes');
+const { supportsTrackPromises } = require('../../../lib/sources/threadpool/modes');
+const { FIXTURES, runNode, lastJson } = require('../../helpers/child');
 
 const APP = path.join(FIXTURES, 'tracer-app.js');
 const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
@@ -26,115 +29,116 @@ async function scenario(name, env = {}, flags = []) {
 
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 
-describe('tracer', function () {
-  this.timeout(60000);
+describe('tracer: provider types and modes', function () {
+  it('kinds from Node\'s own provider types; unknown native types are `other`; Node\'s non-pool types are none', () => {
+    assert.equal(kindOf('GETADDRINFOREQWRAP'), 'dns');
+    assert.equal(kindOf('FSREQPROMISE'), 'fs');
+    assert.equal(kindOf('PBKDF2REQUEST'), 'crypto');
+    assert.equal(kindOf('ARGON2REQUEST'), 'crypto');
+    assert.equal(kindOf('ZLIB'), 'zlib');
+    assert.equal(kindOf('MY_ADDON_WORK'), 'other');
+    assert.equal(kindOf('TCPWRAP'), null);
+    assert.equal(kindOf('PROMISE'), null);
+    assert.equal(kindOf('Timeout'), null);
+  });
 
-  describe('provider types', () => {
-    it('kinds from Node\'s own provider types; unknown native types are `other`; Node\'s non-pool types are none', () => {
-      assert.equal(kindOf('GETADDRINFOREQWRAP'), 'dns');
-      assert.equal(kindOf('FSREQPROMISE'), 'fs');
-      assert.equal(kindOf('PBKDF2REQUEST'), 'crypto');
-      assert.equal(kindOf('ARGON2REQUEST'), 'crypto');
-      assert.equal(kindOf('ZLIB'), 'zlib');
-      assert.equal(kindOf('MY_ADDON_WORK'), 'other');
-      assert.equal(kindOf('TCPWRAP'), null);
-      assert.equal(kindOf('PROMISE'), null);
-      assert.equal(kindOf('Timeout'), null);
-    });
+  it('routes: method and path without query, ids folded, bounded', () => {
+    assert.deepEqual(routeOf('POST', '/login?user=a'), { method: 'POST', route: '/login' });
+    assert.deepEqual(routeOf('GET', '/users/123/avatar#x'), { method: 'GET', route: '/users/:id/avatar' });
+    assert.deepEqual(routeOf('GET', '/o/6f1c2d3e-aaaa-bbbb-cccc-0123456789ab'), { method: 'GET', route: '/o/:id' });
+  });
 
-    it('routes: method and path without query, ids folded, bounded', () => {
-      assert.deepEqual(routeOf('POST', '/login?user=a'), { method: 'POST', route: '/login' });
-      assert.deepEqual(routeOf('GET', '/users/123/avatar#x'), { method: 'GET', route: '/users/:id/avatar' });
-      assert.deepEqual(routeOf('GET', '/o/6f1c2d3e-aaaa-bbbb-cccc-0123456789ab'), { method: 'GET', route: '/o/:id' });
-    });
-
-    it('auto mode arms on a long probe wait or a full pool, disarms after its window, then cools down', () => {
-      let t = 1000;
-      const tracer = createTracer({ mode: 'auto', thresholdMs: 100, windowMs: 10000, cooldownMs: 90000, now: () => t });
-      try {
-        tracer.consider({ waitSeconds: 0.05, poolFull: false });
-        assert.equal(tracer.armed, false);
-        tracer.consider({ waitSeconds: 0.2, poolFull: false });
-        assert.equal(tracer.armed, true);
-        t += 9999;
-        tracer.consider({ waitSeconds: 1, poolFull: true });
-        assert.equal(tracer.armed, true);
-        t += 1;
-        tracer.consider({ waitSeconds: 1, poolFull: true });
-        assert.equal(tracer.armed, false);
-        t += 89999;
-        tracer.consider({ waitSeconds: 1, poolFull: true });
-        assert.equal(tracer.armed, false, 'still cooling down');
-        t += 1;
-        tracer.consider({ waitSeconds: 0, poolFull: true });
-        assert.equal(tracer.armed, true);
-        const { state } = tracer.collect();
-        assert.equal(state.armings, 2);
-        assert.equal(state.armedSeconds, 10);
-      } finally {
-        tracer.close();
-      }
-    });
-
-    it('off never arms', () => {
-      const tracer = createTracer({ mode: 'off' });
-      tracer.consider({ waitSeconds: 100, poolFull: true });
+  it('auto mode arms on a long probe wait or a full pool, disarms after its window, then cools down', () => {
+    let t = 1000;
+    const tracer = createTracer({ mode: 'auto', thresholdMs: 100, windowMs: 10000, cooldownMs: 90000, now: () => t });
+    try {
+      tracer.consider({ waitSeconds: 0.05, poolFull: false });
       assert.equal(tracer.armed, false);
-      assert.equal(tracer.pendingByKind(), null);
+      tracer.consider({ waitSeconds: 0.2, poolFull: false });
+      assert.equal(tracer.armed, true);
+      t += 9999;
+      tracer.consider({ waitSeconds: 1, poolFull: true });
+      assert.equal(tracer.armed, true);
+      t += 1;
+      tracer.consider({ waitSeconds: 1, poolFull: true });
+      assert.equal(tracer.armed, false);
+      t += 89999;
+      tracer.consider({ waitSeconds: 1, poolFull: true });
+      assert.equal(tracer.armed, false, 'still cooling down');
+      t += 1;
+      tracer.consider({ waitSeconds: 0, poolFull: true });
+      assert.equal(tracer.armed, true);
+      const { state } = tracer.collect();
+      assert.equal(state.armings, 2);
+      assert.equal(state.armedSeconds, 10);
+    } finally {
       tracer.close();
-    });
+    }
   });
 
-  describe('against jobs the test controls', () => {
-    let pending;
-    before(async () => {
-      pending = await scenario('pending');
-    });
-
-    it('K pbkdf2, scrypt and zlib jobs in flight: pending is K for each; sync crypto and zlib are not jobs', () => {
-      const { K, inFlight } = pending;
-      assert.equal(inFlight.crypto, K.pbkdf2 + K.scrypt);
-      assert.equal(inFlight.zlib, K.zlib);
-      assert.equal(inFlight.other, 0);
-      const byType = Object.fromEntries(pending.callers.map((j) => [j.type, j.pending]));
-      assert.deepEqual(byType, { PBKDF2REQUEST: K.pbkdf2, SCRYPTREQUEST: K.scrypt, ZLIB: K.zlib });
-    });
-
-    it('after every callback nothing is pending', () => {
-      assert.deepEqual(pending.after, { dns: pending.after.dns, fs: 0, crypto: 0, zlib: 0, other: 0 });
-    });
-
-    it('job.duration: count and sum match the submit-to-callback times the app measured', () => {
-      for (const [name, type] of [['pbkdf2', 'PBKDF2REQUEST'], ['scrypt', 'SCRYPTREQUEST']]) {
-        const h = pending.histograms.find((x) => x.type === type);
-        const times = pending.times[name];
-        assert.equal(h.kind, 'crypto');
-        assert.equal(h.count, times.length, type);
-        // The app's clock starts just before the call and stops in the callback: the tracer's
-        // interval (init to before) lies inside it, a few hundred microseconds shorter at most.
-        assert.ok(h.sum <= sum(times), `${type}: ${h.sum} <= ${sum(times)}`);
-        assert.ok(h.sum >= sum(times) - 0.005 * times.length, `${type}: ${h.sum} vs ${sum(times)}`);
-        const job = pending.jobs.find((j) => j.type === type);
-        assert.equal(job.completed, times.length);
-        assert.ok(Math.abs(job.seconds - h.sum) < 1e-9);
-      }
-    });
-
-    it('zlib: one job per write of a stream, each inside the app\'s own submit-to-callback time', () => {
-      const h = pending.histograms.find((x) => x.type === 'ZLIB');
-      assert.equal(h.kind, 'zlib');
-      assert.ok(h.count >= pending.K.zlib, `${h.count} writes`);
-      assert.ok(h.sum <= sum(pending.times.zlib), `${h.sum} <= ${sum(pending.times.zlib)}`);
-    });
-
-    it('call sites are the app\'s own file:line', () => {
-      const callers = Object.fromEntries(pending.callers.map((j) => [j.type, j.callers]));
-      assert.deepEqual(callers.PBKDF2REQUEST, [{ caller: lineOf('SUBMIT-PBKDF2'), count: pending.K.pbkdf2 }]);
-      assert.deepEqual(callers.SCRYPTREQUEST, [{ caller: lineOf('SUBMIT-SCRYPT'), count: pending.K.scrypt }]);
-      assert.equal(callers.ZLIB.length, 1);
-      assert.equal(callers.ZLIB[0].count, pending.K.zlib);
-    });
+  it('off never arms', () => {
+    const tracer = createTracer({ mode: 'off' });
+    tracer.consider({ waitSeconds: 100, poolFull: true });
+    assert.equal(tracer.armed, false);
+    assert.equal(tracer.pendingByKind(), null);
+    tracer.close();
   });
+});
+
+describe('tracer against jobs the test controls', function () {
+  this.timeout(60000);
+  let pending;
+  before(async () => {
+    pending = await scenario('pending');
+  });
+
+  it('K pbkdf2, scrypt and zlib jobs in flight: pending is K for each; sync crypto and zlib are not jobs', () => {
+    const { K, inFlight } = pending;
+    assert.equal(inFlight.crypto, K.pbkdf2 + K.scrypt);
+    assert.equal(inFlight.zlib, K.zlib);
+    assert.equal(inFlight.other, 0);
+    const byType = Object.fromEntries(pending.callers.map((j) => [j.type, j.pending]));
+    assert.deepEqual(byType, { PBKDF2REQUEST: K.pbkdf2, SCRYPTREQUEST: K.scrypt, ZLIB: K.zlib });
+  });
+
+  it('after every callback nothing is pending', () => {
+    assert.deepEqual(pending.after, { dns: pending.after.dns, fs: 0, crypto: 0, zlib: 0, other: 0 });
+  });
+
+  it('job.duration: count and sum match the submit-to-callback times the app measured', () => {
+    for (const [name, type] of [['pbkdf2', 'PBKDF2REQUEST'], ['scrypt', 'SCRYPTREQUEST']]) {
+      const h = pending.histograms.find((x) => x.type === type);
+      const times = pending.times[name];
+      assert.equal(h.kind, 'crypto');
+      assert.equal(h.count, times.length, type);
+      // The app's clock starts just before the call and stops in the callback: the tracer's
+      // interval (init to before) lies inside it, a few hundred microseconds shorter at most.
+      assert.ok(h.sum <= sum(times), `${type}: ${h.sum} <= ${sum(times)}`);
+      assert.ok(h.sum >= sum(times) - 0.005 * times.length, `${type}: ${h.sum} vs ${sum(times)}`);
+      const job = pending.jobs.find((j) => j.type === type);
+      assert.equal(job.completed, times.length);
+      assert.ok(Math.abs(job.seconds - h.sum) < 1e-9);
+    }
+  });
+
+  it('zlib: one job per write of a stream, each inside the app\'s own submit-to-callback time', () => {
+    const h = pending.histograms.find((x) => x.type === 'ZLIB');
+    assert.equal(h.kind, 'zlib');
+    assert.ok(h.count >= pending.K.zlib, `${h.count} writes`);
+    assert.ok(h.sum <= sum(pending.times.zlib), `${h.sum} <= ${sum(pending.times.zlib)}`);
+  });
+
+  it('call sites are the app\'s own file:line', () => {
+    const callers = Object.fromEntries(pending.callers.map((j) => [j.type, j.callers]));
+    assert.deepEqual(callers.PBKDF2REQUEST, [{ caller: lineOf('SUBMIT-PBKDF2'), count: pending.K.pbkdf2 }]);
+    assert.deepEqual(callers.SCRYPTREQUEST, [{ caller: lineOf('SUBMIT-SCRYPT'), count: pending.K.scrypt }]);
+    assert.equal(callers.ZLIB.length, 1);
+    assert.equal(callers.ZLIB[0].count, pending.K.zlib);
+  });
+});
+
+describe('tracer routes', function () {
+  this.timeout(60000);
 
   const routeCases = [[]];
   if (NODE_MAJOR >= 24) routeCases.push(['--no-async-context-frame']);
@@ -199,6 +203,10 @@ describe('tracer', function () {
       tracer.close();
     }
   });
+});
+
+describe('tracer: arming, the app\'s own hooks, busy pool threads, auto mode', function () {
+  this.timeout(60000);
 
   it('jobs from before arming are never counted: pending never negative, completions only of jobs seen starting', async () => {
     const r = await scenario('armLate', { UVSCOPE_TRACER: 'auto' });
@@ -267,12 +275,12 @@ describe('tracer', function () {
 
 describe('tracer figures for exporters', function () {
   it('Prometheus: pending by kind, job.duration by kind and type, tracer armed; one channel event per job for OTLP and DogStatsD', async () => {
-    const { published } = require('../../lib/core/channels');
+    const { published } = require('../../../lib/core/channels');
     const events = [];
     const onJob = (m) => events.push(m);
     published.threadpoolJobEnd.subscribe(onJob);
     const { Registry } = require('prom-client');
-    const uvscope = require('../../lib');
+    const uvscope = require('../../../lib');
     const registry = new Registry();
     const agent = uvscope.start({ exporters: 'prometheus', prometheus: { registry }, tracer: { mode: 'on' }, intervalMs: 3600000 });
     try {

@@ -2,10 +2,10 @@
 
 const assert = require('node:assert/strict');
 const path = require('path');
-const { threadpoolSize } = require('../../lib/core/libuv');
-const { withDnsServer } = require('../helpers/dns-server');
-const { runInNamespace, resolvConf } = require('../helpers/namespace');
-const { REGISTER, FIXTURES, freePort, lastJson, runNode, parsePrometheus, sampleValue } = require('../helpers/child');
+const { threadpoolSize } = require('../../../lib/core/libuv');
+const { withDnsServer } = require('../../helpers/dns-server');
+const { runInNamespace, resolvConf } = require('../../helpers/namespace');
+const { REGISTER, FIXTURES, freePort, lastJson, runNode, parsePrometheus, sampleValue } = require('../../helpers/child');
 
 const conf = resolvConf({ nameserver: '127.0.0.2' });
 
@@ -15,7 +15,7 @@ async function inNamespace(args, env) {
   return lastJson(r.stdout);
 }
 
-describe('samplers/threadpool', function () {
+describe('sources/threadpool/sampler', function () {
   describe('threadpoolSize() parses UV_THREADPOOL_SIZE as libuv does', () => {
     const cases = [[undefined, 4], ['4', 4], ['64', 64], ['1024', 1024], ['2000', 1024], ['0', 1], ['abc', 1], ['', 1], [' 8', 8], ['8x', 8], ['-1', 1024], ['+16', 16], ['99999999999', 1024]];
     for (const [raw, want] of cases) {
