@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 const { warnOnce, countError, reportError } = require('../../lib/core/errors');

@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 const { CATALOG, metric, shortName } = require('../../lib/snapshot/catalog');

@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 const diagnosticsChannel = require('diagnostics_channel');

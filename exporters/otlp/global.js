@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 // @opentelemetry/api 1.x keeps its globals in one object on globalThis under this symbol, shared

@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 const { CATALOG, eventObservation } = require('../../lib/snapshot/catalog');

@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 const { createOwnAgent } = require('../../lib/core/own-io');

@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 const { CATALOG, shortName } = require('../../lib/snapshot/catalog');

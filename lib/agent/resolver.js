@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 // The resolver's configuration (resolv.conf, /etc/hosts) as the agent keeps it: read in the

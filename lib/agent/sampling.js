@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 // The steps of one sample, over the agent's samplers: each call isolated, a failure counted under

@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 // Every diagnostics channel uvscope publishes or subscribes to, with the shape of its messages,

@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 // The agent's own troubles: a warning once per (code, key) and a count per component.

@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 // How figures are written in findings and reports: one copy of each helper.

@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 // libuv's own rules, in one place for samplers, findings and exporters alike.

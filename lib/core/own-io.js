@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 // The agent's own network I/O (an OTLP exporter's requests) must stay out of the figures it

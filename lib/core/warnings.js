@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 // Every process warning uvscope emits, in one table (as undici keeps its error codes in

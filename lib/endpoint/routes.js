@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 // The agent's own routes on its endpoint: the snapshot uvscope report reads, the page and the

@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 // UVSCOPE_REPORT_ON_EXIT: the report written as the process exits, on stderr as text or to a file

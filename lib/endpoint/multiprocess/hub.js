@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 // The holder's side: the pushes of the other processes of the app, taken from this machine only.

@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 // Several processes of one app (node:cluster, PM2 cluster mode, children that inherit

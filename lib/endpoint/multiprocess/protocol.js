@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 // The push protocol between a member and the holder: the path, header and version, the limits,

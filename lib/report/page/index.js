@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 
 // The page at GET / of the agent's endpoint and the static HTML report: one self-contained file
