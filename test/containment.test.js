@@ -12,8 +12,9 @@ const { createOtlpReceiver } = require('./helpers/otlp-receiver');
 const { SEAMS } = require('../lib/core/faults');
 
 const APP = path.join(FIXTURES, 'containment-app.js');
-const SAMPLERS = ['resources', 'threadpool', 'eventloop', 'dns', 'connections', 'memory'];
-const EXPORTERS = ['prometheus', 'otlp', 'datadog'];
+// Every sampler and exporter the lists declare: a new one is put through every seam with no edit here.
+const SAMPLERS = require('../lib/sources').SAMPLERS.map((s) => s.name);
+const EXPORTERS = require('../exporters').EXPORTERS.map((e) => e.name);
 
 // seam -> the component its failure is reported and counted under
 const CASES = {
