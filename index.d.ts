@@ -83,6 +83,8 @@ export interface OtlpOptions {
   mode?: 'auto' | 'companion' | 'standalone';
   /** whether to export nodejs.eventloop.* and v8js.*: auto (off when @opentelemetry/instrumentation-runtime-node is loaded), on or off (or true/false, 1/0, yes/no, on/off) (UVSCOPE_OTLP_RUNTIME_METRICS, default auto). */
   runtimeMetrics?: 'auto' | 'on' | 'off';
+  /** put uvscope's context on OpenTelemetry dns.lookup spans: true/false, 1/0, yes/no, on/off (UVSCOPE_OTLP_TRACE_ATTRIBUTES, default true). */
+  traceAttributes?: boolean;
 }
 
 /** The DogStatsD exporter. */

@@ -22,4 +22,33 @@ function globalMeterProvider() {
   return provider && typeof provider.getMeter === 'function' ? provider : undefined;
 }
 
-module.exports = { globalMeterProvider };
+/**
+ * The TracerProvider the app registered with @opentelemetry/api 1.x (trace.setGlobalTracerProvider
+ * puts a ProxyTracerProvider in the `trace` slot, delegating to the SDK's provider), if any.
+ * @returns {object|undefined} the provider behind the proxy, or undefined
+ */
+function globalTracerProvider() {
+  const api = globalThis[API_GLOBAL];
+  const proxy = api && api.trace;
+  if (!proxy) return undefined;
+  return typeof proxy.getDelegate === 'function' ? proxy.getDelegate() : proxy;
+}
+
+// The API's context key for the active span (createContextKey uses Symbol.for, so every copy of
+// the API shares it).
+const SPAN_KEY = Symbol.for('OpenTelemetry Context Key SPAN');
+
+/**
+ * The span active in the app's current context, through the context manager the app registered
+ * (none registered: the API's root context, no span).
+ * @returns {object|undefined}
+ */
+function activeSpan() {
+  const api = globalThis[API_GLOBAL];
+  const manager = api && api.context;
+  if (!manager || typeof manager.active !== 'function') return undefined;
+  const context = manager.active();
+  return context && typeof context.getValue === 'function' ? context.getValue(SPAN_KEY) : undefined;
+}
+
+module.exports = { globalMeterProvider, globalTracerProvider, activeSpan };

@@ -5,8 +5,9 @@ const path = require('path');
 const ROOT = path.resolve(__dirname, '..', '..');
 // uvscope's own code (not its tests or examples, which stand in for apps).
 const OWN = [path.join(ROOT, 'lib') + path.sep, path.join(ROOT, 'exporters') + path.sep, path.join(ROOT, 'register.js')];
-// Instrumentation that wraps dns.lookup (tracers, their hooks): frames there are not the caller.
-const INSTRUMENTATION = /[\\/]node_modules[\\/](dd-trace|dc-polyfill|@datadog[\\/][^\\/]+|@opentelemetry[\\/]instrumentation[^\\/]*|require-in-the-middle|import-in-the-middle|shimmer)[\\/]/;
+// Instrumentation that wraps dns.lookup (tracers, their hooks) and the OpenTelemetry SDK and API
+// (a span processor runs inside tracer.startSpan): frames there are not the caller.
+const INSTRUMENTATION = /[\\/]node_modules[\\/](dd-trace|dc-polyfill|@datadog[\\/][^\\/]+|@opentelemetry[\\/](?:instrumentation[^\\/]*|sdk-trace[^\\/]*|api)|require-in-the-middle|import-in-the-middle|shimmer)[\\/]/;
 
 /**
  * The app's call site of the current call: the first stack frame outside Node's internals,

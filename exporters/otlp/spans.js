@@ -1,0 +1,184 @@
+'use strict';
+
+// uvscope's context on OpenTelemetry dns.lookup spans, as exporters/datadog/spans.js does for
+// dd-trace. @opentelemetry/instrumentation-dns (0.66, 0.67) starts its span with tracer.startSpan
+// and never makes it active: while the lookup it wraps runs, the active span is still the
+// caller's, in either load order. So uvscope sees the span being created through a span processor
+// of its own, added to the registered provider's processors (SpanProcessor.onStart is where the
+// SDK lets a processor add attributes), and pairs it with its own start event: both happen
+// synchronously inside the app's dns.lookup call, in an order set by which wrapper is outside.
+// A dns.lookup span the app made active itself is tagged too.
+
+const { injectFault } = require('../../lib/core/faults');
+const { captureCaller } = require('../../lib/core/callers');
+const { dnsSlots } = require('../../lib/core/libuv');
+const { safeSubscriber } = require('../../lib/core/channels');
+const { globalTracerProvider, activeSpan } = require('./global');
+
+const SPAN_NAME = 'dns.lookup';
+const DNS_SCOPE = '@opentelemetry/instrumentation-dns';
+
+/** The span attributes, under uvscope.dns.* (docs/opentelemetry.md). */
+const ATTRIBUTES = Object.freeze({
+  inFlight: 'uvscope.dns.in_flight',
+  queuedAhead: 'uvscope.dns.queued_ahead',
+  slots: 'uvscope.dns.slots',
+  poolSize: 'uvscope.dns.threadpool_size',
+  caller: 'uvscope.dns.caller',
+});
+
+// The SDK's (2.x and 3.x) list of span processors behind a provider: its MultiSpanProcessor's
+// array, which every tracer of the provider calls at each span start. The SDK has no public way to
+// add a processor to a provider once built (1.x had addSpanProcessor); anything else: null.
+function processorsOf(provider) {
+  const multi = provider && provider._activeSpanProcessor;
+  const list = multi && multi._spanProcessors;
+  return Array.isArray(list) ? list : null;
+}
+
+const isLookupSpan = (span) => Boolean(span) && span.name === SPAN_NAME && typeof span.setAttribute === 'function' &&
+  (typeof span.isRecording !== 'function' || span.isRecording());
+
+/**
+ * Puts uvscope's context on OpenTelemetry dns.lookup spans: lookups in flight and queued ahead
+ * when the lookup started, the pool's DNS slots and size, and the calling frame (a stack captured
+ * only for a span). With no tracer provider registered each lookup costs two property reads.
+ */
+class SpanAttributer {
+  #startChannel;
+  #poolSize;
+  #provider = null; // the provider uvscope's processor is on
+  #pendingLookup = null; // uvscope's start, waiting for the span (instrumentation-dns inside)
+  #pendingSpan = null; // the span, waiting for uvscope's start (instrumentation-dns outside)
+  #clearScheduled = false;
+  #tagged = new WeakSet();
+  #count = 0;
+  #onStart = safeSubscriber('exporter:otlp', (message) => this.#lookupStarted(message));
+  #processor;
+  #immediate;
+
+  /**
+   * @param {object} options
+   * @param {import('diagnostics_channel').Channel} options.startChannel uvscope:dns.lookup:start
+   * @param {() => number} options.poolSize the threadpool size in effect
+   */
+  constructor({ startChannel, poolSize }) {
+    this.#startChannel = startChannel;
+    this.#poolSize = poolSize;
+    const spanStarted = safeSubscriber('exporter:otlp', (span) => this.#spanStarted(span));
+    this.#processor = Object.freeze({
+      onStart: (span) => spanStarted(span, ''),
+      onEnd() {},
+      forceFlush: () => Promise.resolve(),
+      shutdown: () => Promise.resolve(),
+    });
+    startChannel.subscribe(this.#onStart);
+    this.attach();
+    // A provider registered by a later preload is found before the app's first callback, so a
+    // first lookup made after that is not missed (see attach()); unref'd, it holds nothing open.
+    this.#immediate = setImmediate(() => this.attach());
+    this.#immediate.unref();
+  }
+
+  /** @returns {number} spans given uvscope's attributes */
+  get tagged() {
+    return this.#count;
+  }
+
+  /**
+   * Puts uvscope's span processor on the registered tracer provider, if there is one it is not
+   * on yet (and takes it off a provider no longer registered). Called at start, once after the
+   * preloads, at each sample and at each lookup, so a provider registered later is found. When
+   * instrumentation-dns wraps dns.lookup outside uvscope, its span starts before uvscope's event:
+   * the one lookup that finds a new provider is then not tagged.
+   */
+  attach() {
+    const provider = globalTracerProvider();
+    if (provider === this.#provider || (!provider && !this.#provider)) return;
+    this.#detach();
+    const list = processorsOf(provider);
+    if (!list) return;
+    list.push(this.#processor);
+    this.#provider = provider;
+  }
+
+  /** Stops: no more attributes, and the processor leaves the provider. */
+  close() {
+    clearImmediate(this.#immediate);
+    this.#startChannel.unsubscribe(this.#onStart);
+    this.#detach();
+  }
+
+  #detach() {
+    const list = processorsOf(this.#provider);
+    const i = list ? list.indexOf(this.#processor) : -1;
+    if (i !== -1) list.splice(i, 1);
+    this.#provider = null;
+  }
+
+  #lookupStarted({ inFlight }) {
+    injectFault('channel:otlp');
+    this.attach();
+    if (!this.#provider) return;
+    const active = activeSpan();
+    if (isLookupSpan(active) && !this.#tagged.has(active)) this.#tag(active, inFlight);
+    if (this.#pendingSpan) {
+      const span = this.#pendingSpan;
+      this.#pendingSpan = null;
+      this.#tag(span, inFlight);
+      return;
+    }
+    this.#pendingLookup = { inFlight };
+    this.#forgetSoon();
+  }
+
+  #spanStarted(span) {
+    if (!isLookupSpan(span) || !span.instrumentationScope || span.instrumentationScope.name !== DNS_SCOPE) return;
+    injectFault('channel:otlp');
+    if (this.#pendingLookup) {
+      const { inFlight } = this.#pendingLookup;
+      this.#pendingLookup = null;
+      this.#tag(span, inFlight);
+      return;
+    }
+    this.#pendingSpan = span;
+    this.#forgetSoon();
+  }
+
+  // Anything left unpaired (a span of a lookup uvscope does not time, such as an IP literal) is
+  // forgotten at the next microtask.
+  #forgetSoon() {
+    if (this.#clearScheduled) return;
+    this.#clearScheduled = true;
+    queueMicrotask(() => {
+      this.#clearScheduled = false;
+      this.#pendingLookup = null;
+      this.#pendingSpan = null;
+    });
+  }
+
+  #tag(span, inFlight) {
+    if (this.#tagged.has(span)) return;
+    this.#tagged.add(span);
+    const size = this.#poolSize();
+    const slots = dnsSlots(size);
+    span.setAttribute(ATTRIBUTES.inFlight, inFlight);
+    span.setAttribute(ATTRIBUTES.queuedAhead, Math.max(0, inFlight - slots));
+    span.setAttribute(ATTRIBUTES.slots, slots);
+    span.setAttribute(ATTRIBUTES.poolSize, size);
+    const caller = captureCaller();
+    if (caller !== '(unknown)') span.setAttribute(ATTRIBUTES.caller, caller);
+    this.#count++;
+  }
+}
+
+/**
+ * uvscope's context on OpenTelemetry dns.lookup spans (see SpanAttributer).
+ * @param {ConstructorParameters<typeof SpanAttributer>[0]} options
+ * @returns {SpanAttributer}
+ */
+function createSpanAttributer(options) {
+  return new SpanAttributer(options);
+}
+
+module.exports = { createSpanAttributer, ATTRIBUTES };
