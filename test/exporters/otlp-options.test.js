@@ -7,16 +7,17 @@ const { standaloneSettings, EXPORT_TIMEOUT_MAX_MS } = require('../../exporters/o
 const { collectWarnings: warnings } = require('../helpers/source');
 
 describe('exporters/otlp settings', function () {
-  it('UVSCOPE_OTLP_MODE and UVSCOPE_OTLP_RUNTIME_METRICS: defaults, environment, options winning over it', () => {
-    assert.deepEqual(resolveOptions({}, {}).otlp, { mode: 'auto', runtimeMetrics: 'auto' });
-    assert.deepEqual(resolveOptions({}, { UVSCOPE_OTLP_MODE: ' Companion ', UVSCOPE_OTLP_RUNTIME_METRICS: 'false' }).otlp, { mode: 'companion', runtimeMetrics: 'off' });
+  it('UVSCOPE_OTLP_MODE, UVSCOPE_OTLP_RUNTIME_METRICS and UVSCOPE_OTLP_TRACE_ATTRIBUTES: defaults, environment, options winning over it', () => {
+    assert.deepEqual(resolveOptions({}, {}).otlp, { mode: 'auto', runtimeMetrics: 'auto', traceAttributes: true });
+    assert.deepEqual(resolveOptions({}, { UVSCOPE_OTLP_MODE: ' Companion ', UVSCOPE_OTLP_RUNTIME_METRICS: 'false', UVSCOPE_OTLP_TRACE_ATTRIBUTES: 'off' }).otlp, { mode: 'companion', runtimeMetrics: 'off', traceAttributes: false });
+    assert.equal(resolveOptions({ otlp: { traceAttributes: true } }, { UVSCOPE_OTLP_TRACE_ATTRIBUTES: 'false' }).otlp.traceAttributes, true);
     assert.equal(resolveOptions({ otlp: { mode: 'standalone' } }, { UVSCOPE_OTLP_MODE: 'companion' }).otlp.mode, 'standalone');
     assert.deepEqual(resolveOptions({}, { UVSCOPE_EXPORTERS: 'otlp,prometheus' }).exporters, ['otlp', 'prometheus']);
   });
 
   it('a bad value warns, naming the variable, the value and what is accepted, and uses the default', () => {
     const { result, seen } = warnings(() => resolveOptions({}, { UVSCOPE_OTLP_MODE: 'sidecar-test', UVSCOPE_OTLP_RUNTIME_METRICS: 'constructor' }));
-    assert.deepEqual(result.otlp, { mode: 'auto', runtimeMetrics: 'auto' });
+    assert.deepEqual(result.otlp, { mode: 'auto', runtimeMetrics: 'auto', traceAttributes: true });
     assert.ok(seen.some((w) => /UVSCOPE_OTLP_MODE="sidecar-test" is not valid: expected auto .*companion or standalone; using auto/.test(w.message)), JSON.stringify(seen));
     assert.ok(seen.some((w) => /UVSCOPE_OTLP_RUNTIME_METRICS="constructor" is not valid/.test(w.message)), JSON.stringify(seen));
   });
