@@ -42,6 +42,7 @@ const GROUPS = Object.freeze([
   ['eventloop', (n) => n.startsWith('nodejs.eventloop.')],
   ['dns', (n) => n.startsWith('dns.') || n.startsWith('nodejs.dns.')],
   ['connections', (n) => n.startsWith('nodejs.net.') || n.startsWith('nodejs.http.')],
+  ['cpu', (n) => n.startsWith('process.cpu.') || n.startsWith('container.cpu.')],
   ['memory', (n) => n.startsWith('v8js.') || n.startsWith('nodejs.memory.')],
   ['agent', (n) => n.startsWith('uvscope.')],
 ]);

@@ -43,6 +43,7 @@ const SHORT_NAMES = Object.freeze({
   'nodejs.http.client': 'client',
   'nodejs.http.connection.reused': 'reused',
   'v8js.gc.type': 'type',
+  'process.cpu.budget.source': 'source',
   'process.pid': 'pid',
   'nodejs.cluster.worker.id': 'worker_id',
 });

@@ -69,6 +69,7 @@ const SAMPLERS = Object.freeze([
   require('./dns').source,
   require('./connections').source,
   require('./memory').source,
+  require('./cpu').source,
 ]);
 
 module.exports = { SAMPLERS };

@@ -35,6 +35,8 @@ const expected = {
 describe('metrics: the catalog reaches every exporter', function () {
   this.timeout(60000);
   const cgroup = `/sys/fs/cgroup/memory/uvscope-metrics-test-${process.pid}`;
+  // container.cpu.* exist only under a CPU quota: 2 CPUs, which the app never reaches.
+  const cpuCgroup = `/sys/fs/cgroup/cpu/uvscope-metrics-test-${process.pid}`;
   let child;
   let otlp;
   let statsd;
@@ -44,14 +46,16 @@ describe('metrics: the catalog reaches every exporter', function () {
     try {
       fs.mkdirSync(cgroup);
       fs.writeFileSync(`${cgroup}/memory.limit_in_bytes`, String(1024 * 1048576));
+      fs.mkdirSync(cpuCgroup);
+      fs.writeFileSync(`${cpuCgroup}/cpu.cfs_quota_us`, '200000');
     } catch (err) {
-      if (process.env.CI) throw new Error(`a cgroup v1 memory controller is required in CI: ${err.message}`, { cause: err });
+      if (process.env.CI) throw new Error(`cgroup v1 memory and cpu controllers are required in CI: ${err.message}`, { cause: err });
       this.skip(); // nodejs.memory.constrained exists only under a container limit
     }
     otlp = await createOtlpReceiver();
     statsd = await createDogStatsdReceiver();
     port = await freePort();
-    child = spawn('sh', ['-c', `echo $$ > ${cgroup}/cgroup.procs && exec "$0" "$@"`,
+    child = spawn('sh', ['-c', `echo $$ > ${cgroup}/cgroup.procs && echo $$ > ${cpuCgroup}/cgroup.procs && exec "$0" "$@"`,
       process.execPath, '--expose-gc', '--require', REGISTER, path.join(FIXTURES, 'every-metric-app.js')], {
       env: cleanEnv({
         UVSCOPE_EXPORTERS: 'prometheus,otlp,datadog',
@@ -86,10 +90,12 @@ describe('metrics: the catalog reaches every exporter', function () {
     }
     if (otlp) await otlp.close();
     if (statsd) await statsd.close();
-    try {
-      fs.rmdirSync(cgroup);
-    } catch {
-      // skipped before it was made
+    for (const dir of [cgroup, cpuCgroup]) {
+      try {
+        fs.rmdirSync(dir);
+      } catch {
+        // skipped before it was made
+      }
     }
   });
 
