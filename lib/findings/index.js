@@ -20,5 +20,6 @@ module.exports = Object.freeze([
   require('./rules/eventloop-blocked'),
   require('./rules/http-no-keepalive'),
   require('./rules/heap-limit-above-container'),
+  require('./rules/cpu-throttled'),
   require('./rules/dns-tail-latency'),
 ]);

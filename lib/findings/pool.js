@@ -231,8 +231,14 @@ function lookupTimes(window) {
   return { count, maxSeconds: max };
 }
 
-/** The CPU cores this process may use. */
-function availableCores() {
+/**
+ * The whole CPUs to size a pool of CPU-bound threads to: the process's CPU budget
+ * (process.cpu.budget: a container's CPU quota or the affinity mask), at least 1; the host's
+ * CPUs when the snapshot has no budget.
+ * @param {number|undefined} [budget] process.cpu.budget of the latest sample
+ */
+function availableCores(budget) {
+  if (typeof budget === 'number' && budget > 0) return Math.max(1, Math.floor(budget));
   return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
 }
 

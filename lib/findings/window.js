@@ -33,6 +33,7 @@ function summarize(sample, previous, previousTime) {
     probeStuck,
     dnsWaitMean: waits.count > 0 ? waits.sum / waits.count : null,
     delayMax: value('nodejs.eventloop.delay.max'),
+    cpuBudget: value('process.cpu.budget'), // CPUs the process may use (lib/sources/cpu.js)
     delayP99: value('nodejs.eventloop.delay.p99'),
     // The share of its runnable time the main thread spent on a CPU rather than waiting for one:
     // on an overloaded host or under a CPU quota the loop is late without the app blocking it.

@@ -29,7 +29,7 @@ module.exports = defineRule({
     means: 'work other than DNS holds every threadpool thread, and lookups, fs calls, crypto and zlib wait for one',
     fires: (l) => `no thread was free for a job in ${l.poolSaturatedIntervals}+ consecutive intervals: the \`work\` probe waited ${ms(l.poolWaitS)} beyond the loop's own delay (or is still waiting); single intervals are a host short of CPU, not a held pool. DNS can hold at most its (size+1)/2 slots, so this is work other than DNS, and the finding never blames DNS for it`,
     impact: 'the time the app\'s lookups spent in flight over the window (waiting for a thread, almost all of it) and the fs calls\' time from submission to callback where the tracer measured it',
-    advice: 'the holder: with the tracer armed (`details.threadpool.tracer`), the kind and type (`crypto (pbkdf2)`), its share of the time non-DNS jobs spent on the pool, call sites and HTTP routes; without it, `fs` when the fs requests pending could fill every thread, or work Node does not list (async crypto, zlib, addons) when the dns and fs work it lists could not, with busy pool threads where known. What waits behind it (dns probe wait, slowest lookup, pending fs). Advice with figures: move the work to `worker_threads` sized to the cores, or lower its cost (pbkdf2 iterations, scrypt N), and the `UV_THREADPOOL_SIZE` that gives the holder\'s peak its own threads and leaves today\'s pool to lookups and fs (not the peak of everything pending: starved lookups pile up)',
+    advice: 'the holder: with the tracer armed (`details.threadpool.tracer`), the kind and type (`crypto (pbkdf2)`), its share of the time non-DNS jobs spent on the pool, call sites and HTTP routes; without it, `fs` when the fs requests pending could fill every thread, or work Node does not list (async crypto, zlib, addons) when the dns and fs work it lists could not, with busy pool threads where known. What waits behind it (dns probe wait, slowest lookup, pending fs). Advice with figures: move the work to `worker_threads` sized to the CPUs the process may use (its CPU budget: a container\'s CPU quota or the affinity mask), or lower its cost (pbkdf2 iterations, scrypt N), and the `UV_THREADPOOL_SIZE` that gives the holder\'s peak its own threads and leaves today\'s pool to lookups and fs (not the peak of everything pending: starved lookups pile up)',
     example: 'the lab\'s `crypto` incident (pbkdf2 on a pool of 4): "The threadpool is held by crypto (pbkdf2): up to 16 jobs in flight for 4 threads, 88 % of the time non-DNS jobs spent on the pool (submission to callback), submitted while serving POST /login. A job waited up to 672 ms for a thread; dns.lookup waited up to 2.09 s for a thread (up to 10 lookups pending, the slowest took 2.69 s); ..."',
   },
   evaluate(window, lim) {
@@ -52,7 +52,7 @@ module.exports = defineRule({
       peakFs: peak('fs'),
       lookups: lookupTimes(window),
       jobs: tracedJobs(window),
-      cores: availableCores(),
+      cores: availableCores(last.cpuBudget),
       busy: busyThreads(hot),
     };
     const holder = whoHolds(f);
@@ -142,7 +142,7 @@ function adviceOf({ size, cores, window, peakFs }, { traced: holder, kind }) {
     const mean = holder.completed > 0 ? holder.seconds / holder.completed : null;
     const perSecond = holder.completed / windowSeconds(window, (s) => s.pool.tracer && s.pool.tracer.armed);
     const where = holder.callers[0] ? ` (called from ${holder.callers[0].caller}${holder.routes[0] ? ` for ${holder.routes[0].method} ${holder.routes[0].route}` : ''})` : '';
-    out.push(`Move ${name}${where} off the threadpool: run it in worker_threads (a pool of workers sized to the ${cores} CPU cores, e.g. with piscina, calling the synchronous variant there), so lookups and fs calls keep their threads. Each ${name} took ${mean !== null ? ms(mean) : 'an unknown time'} from submission to callback (waiting included)${perSecond > 0 ? `, ${round(perSecond)} a second` : ''}.`);
+    out.push(`Move ${name}${where} off the threadpool: run it in worker_threads (a pool of workers sized to the ${cores} CPUs the process may use, e.g. with piscina, calling the synchronous variant there), so lookups and fs calls keep their threads. Each ${name} took ${mean !== null ? ms(mean) : 'an unknown time'} from submission to callback (waiting included)${perSecond > 0 ? `, ${round(perSecond)} a second` : ''}.`);
     const cost = COST_ADVICE[name];
     if (cost) out.push(`Or lower ${name}'s cost: ${cost}. Halving it halves the CPU time each job holds a thread.`);
   } else if (kind === 'fs') {
@@ -150,7 +150,7 @@ function adviceOf({ size, cores, window, peakFs }, { traced: holder, kind }) {
   } else {
     out.push('Find the work: set UVSCOPE_TRACER=on (or leave it at auto, which arms it while the pool is held) to have the job kind, type, call sites and HTTP routes in this finding. Suspects: crypto.pbkdf2/scrypt/generateKeyPair/randomBytes with a callback, zlib calls with a callback or streams, and addons (bcrypt, argon2, sharp, sqlite3, canvas).');
     if (kind === 'undetermined') out.push(`If the ${peakFs} pending fs requests are slow (a network file system, a busy disk), limit how many run at once (a queue such as p-limit).`);
-    out.push(`Move CPU-heavy work to worker_threads (sized to the ${cores} CPU cores) or lower its cost (pbkdf2 iterations, scrypt N, compression level), so lookups and fs calls keep their threads.`);
+    out.push(`Move CPU-heavy work to worker_threads (sized to the ${cores} CPUs the process may use) or lower its cost (pbkdf2 iterations, scrypt N, compression level), so lookups and fs calls keep their threads.`);
   }
   // The pool that gives the holder's peak concurrency its own threads and leaves today's pool to
   // the rest. Not the peak of everything pending: lookups and fs calls pile up because they
@@ -159,9 +159,9 @@ function adviceOf({ size, cores, window, peakFs }, { traced: holder, kind }) {
   if (holderPeak >= size) {
     const name = holder ? typeName(holder.type) : 'fs';
     const suggested = Math.min(1024, holderPeak + size);
-    out.push(`A larger pool only helps the work waiting behind it: UV_THREADPOOL_SIZE=${suggested} would give each of the ${holderPeak} ${name} jobs in flight at the peak a thread and leave today's ${size} to lookups and fs calls. ${holder && holder.kind !== 'fs' ? `CPU-bound jobs on more threads than the ${cores} CPU cores only share the CPU, so each ${name} takes longer.` : 'It does not make the fs calls themselves faster.'}`);
+    out.push(`A larger pool only helps the work waiting behind it: UV_THREADPOOL_SIZE=${suggested} would give each of the ${holderPeak} ${name} jobs in flight at the peak a thread and leave today's ${size} to lookups and fs calls. ${holder && holder.kind !== 'fs' ? `CPU-bound jobs on more threads than the ${cores} CPUs the process may use only share the CPU, so each ${name} takes longer.` : 'It does not make the fs calls themselves faster.'}`);
   } else {
-    out.push(`A larger pool (UV_THREADPOOL_SIZE above ${size}) lets lookups and fs calls find a thread while the unlisted work runs, if that work does not grow to fill it; CPU-bound work on more threads than the ${cores} cores only shares the CPU.`);
+    out.push(`A larger pool (UV_THREADPOOL_SIZE above ${size}) lets lookups and fs calls find a thread while the unlisted work runs, if that work does not grow to fill it; CPU-bound work on more threads than the ${cores} CPUs the process may use only shares the CPU.`);
   }
   return out;
 }

@@ -1,0 +1,153 @@
+'use strict';
+
+const { defineRule } = require('../rule');
+const { findPoint } = require('../../snapshot/snapshot');
+const { ms, pct, round } = require('../../core/format');
+
+const cpus = (n) => `${round(n, 2)} CPU`;
+
+/**
+ * cpu-throttled: the kernel throttled the process's cgroup in a large share of its CPU quota's
+ * periods: its threads, the event loop's among them, stopped until the next period however idle
+ * the host was.
+ */
+module.exports = defineRule({
+  id: 'cpu-throttled',
+  limits: {
+    // kube-prometheus' CPUThrottlingHigh alerts at 25 % of periods throttled: below that, bursts
+    // (a GC, a cold cache) that the quota absorbs within a few periods.
+    cpuThrottledShare: 0.25,
+    // ...over at least this many periods (2 s of activity at the default 100 ms period): periods
+    // count only while the cgroup has work, so an idle app's handful are no pattern.
+    cpuThrottledMinPeriods: 20,
+  },
+  docs: {
+    means: 'the container\'s CPU quota throttled the process: every thread, the event loop\'s included, stopped until the next period',
+    fires: (l) => `the cgroup whose quota binds (\`cpu.stat\`) was throttled in ${Math.round(l.cpuThrottledShare * 100)} %+ of its periods over the window, counting ${l.cpuThrottledMinPeriods}+ periods (periods count only while the cgroup has work; the first sample's counters are the baseline, so startup is left out)`,
+    impact: 'the seconds per second the main thread waited for a CPU (its schedstat run-queue wait, which includes throttled time) where known, else the throttled time per second over the CPUs of the affinity mask',
+    advice: 'the CPU the process used against its quota and what used it (the loop\'s own CPU and utilization, pool threads computing where Node names them), a CPU limit that covers the demand (the CPU used plus the throttled time per second: a lower bound, since a quota hides the rest), less work on the loop and the pool, and pools sized to the budget, not the host\'s cores',
+    example: 'the lab\'s `throttled` incident (0.5 CPU quota on a 2-CPU host, requests that compress on the pool and burn CPU on the loop): "The container\'s CPU quota (0.5 CPU of a 2-CPU host) throttled the process in 96 % of 140 periods (14 s of 100 ms): its threads stopped for 6.8 s in all, the event loop up to 62 ms at a time."',
+  },
+  interval(sample) {
+    const value = (name) => {
+      const p = findPoint(sample.points, name);
+      return p ? p.value : undefined;
+    };
+    const periods = value('container.cpu.periods');
+    const cpu = sample.details && sample.details.cpu;
+    if (periods === undefined || !cpu || typeof cpu.quotaCpus !== 'number') return null;
+    const loop = sample.details.eventloop || {};
+    const budget = findPoint(sample.points, 'process.cpu.budget');
+    return {
+      budget: budget ? budget.value : cpu.cpus,
+      quotaCpus: cpu.quotaCpus,
+      affinityCpus: cpu.affinityCpus,
+      periods,
+      throttledPeriods: value('container.cpu.throttled.periods'),
+      throttledSeconds: value('container.cpu.throttled.time'),
+      processCpuSeconds: cpu.processCpuSeconds,
+      loopCpuSeconds: typeof loop.mainThreadCpuSeconds === 'number' ? loop.mainThreadCpuSeconds : null,
+      loopWaitSeconds: typeof loop.mainThreadWaitSeconds === 'number' ? loop.mainThreadWaitSeconds : null,
+      utilization: value('nodejs.eventloop.utilization'),
+    };
+  },
+  evaluate(window, lim) {
+    const kept = window.filter((s) => s.own['cpu-throttled']);
+    if (kept.length < 2) return null;
+    const first = kept[0].own['cpu-throttled'];
+    const last = kept[kept.length - 1].own['cpu-throttled'];
+    const periods = last.periods - first.periods;
+    const throttled = last.throttledPeriods - first.throttledPeriods;
+    if (periods < lim.cpuThrottledMinPeriods || throttled < lim.cpuThrottledShare * periods) return null;
+    const after = kept.slice(1); // the intervals the deltas cover
+    const seconds = Math.max(0.001, (kept[kept.length - 1].time - kept[0].time) / 1000);
+    const f = figures(after, seconds, first, last, periods, throttled);
+    const host = `${round(last.affinityCpus, 2)}-CPU host`;
+    const lateness = f.maxDelaySeconds > 0 ? `, the event loop up to ${ms(f.maxDelaySeconds)} at a time` : '';
+    return {
+      summary: `The container's CPU quota (${cpus(last.quotaCpus)} of a ${host}) throttled the process in ${pct(throttled / periods)} of ${periods} periods (${round(seconds, 1)} s): its threads stopped for ${round(f.throttledSeconds, 2)} s in all${lateness}. ${usedBy(f, last)}`,
+      evidence: {
+        quotaCpus: last.quotaCpus,
+        budgetCpus: last.budget,
+        affinityCpus: last.affinityCpus,
+        periods,
+        throttledPeriods: throttled,
+        throttledShare: round(throttled / periods, 3),
+        throttledSeconds: round(f.throttledSeconds, 4),
+        windowSeconds: round(seconds, 3),
+        processCpuPerSecond: round(f.processCpu, 3),
+        loopCpuPerSecond: f.loopCpu === null ? null : round(f.loopCpu, 3),
+        loopWaitSeconds: f.loopWait === null ? null : round(f.loopWait, 4),
+        loopUtilization: f.utilization === null ? null : round(f.utilization, 3),
+        poolComputing: f.poolComputing === null ? null : round(f.poolComputing, 3),
+        maxDelaySeconds: round(f.maxDelaySeconds, 4),
+      },
+      advice: adviceOf(f, last),
+      impact: {
+        secondsPerSecond: f.lost,
+        score: f.lost,
+      },
+    };
+  },
+});
+
+// What the window's intervals tell: throttled time, the process's CPU per second, the loop's CPU,
+// wait and utilization, pool threads computing, the loop's worst delay, and the time lost.
+function figures(after, seconds, first, last, periods, throttled) {
+  const own = after.map((s) => s.own['cpu-throttled']);
+  const sum = (pick) => {
+    const known = own.map(pick).filter((v) => typeof v === 'number');
+    return known.length === own.length ? known.reduce((a, v) => a + v, 0) : null;
+  };
+  const mean = (vals) => (vals.length ? vals.reduce((a, v) => a + v, 0) / vals.length : null);
+  const loopCpuSeconds = sum((o) => o.loopCpuSeconds);
+  const loopWait = sum((o) => o.loopWaitSeconds);
+  const throttledSeconds = last.throttledSeconds - first.throttledSeconds;
+  const busy = after.map((s) => s.pool && s.pool.busy).filter((b) => b && b.available);
+  // The main thread's run-queue wait includes its throttled time; without it, throttled time is
+  // summed over the CPUs the cgroup ran on, so per CPU of the mask is an estimate of the loop's.
+  const lost = loopWait !== null ? loopWait / seconds : throttledSeconds / seconds / Math.max(1, last.affinityCpus);
+  return {
+    periods,
+    throttled,
+    seconds,
+    throttledSeconds,
+    processCpu: (last.processCpuSeconds - first.processCpuSeconds) / seconds,
+    loopCpu: loopCpuSeconds === null ? null : loopCpuSeconds / seconds,
+    loopWait,
+    utilization: mean(own.map((o) => o.utilization).filter((v) => typeof v === 'number')),
+    poolComputing: busy.length ? mean(busy.map((b) => b.computing)) : null,
+    maxDelaySeconds: Math.max(0, ...after.map((s) => s.delayMax || 0)),
+    lost: Math.min(1, lost),
+  };
+}
+
+// Who used the quota: the process against it, and the loop's and the pool's share of that.
+function usedBy(f, last) {
+  const parts = [`The process used ${cpus(f.processCpu)} of its ${cpus(last.quotaCpus)}`];
+  if (f.loopCpu !== null) {
+    parts.push(`${cpus(f.loopCpu)} of it JavaScript on the event loop (utilization ${pct(f.utilization || 0)}, the time it was stopped included)`);
+    const rest = Math.max(0, f.processCpu - f.loopCpu);
+    parts.push(f.poolComputing !== null
+      ? `${cpus(rest)} other threads, with ${round(f.poolComputing, 2)} pool threads computing on average`
+      : `${cpus(rest)} other threads (the libuv pool, GC, worker_threads: this Node version does not tell them apart)`);
+  } else if (f.poolComputing !== null) {
+    parts.push(`${round(f.poolComputing, 2)} pool threads computing on average`);
+  }
+  let text = parts.join(', ') + '.';
+  if (f.processCpu < 0.5 * last.quotaCpus) text += ' Less than half the quota on average: either its work comes in bursts that spend each period\'s quota early (several threads at once), or other processes in the same cgroup use the rest.';
+  return text;
+}
+
+function adviceOf(f, last) {
+  // Under a quota the process cannot show its demand; its CPU plus the time its CPUs' run queues
+  // were held back with work on them (throttled time is summed per CPU) bounds it from below.
+  const demand = f.processCpu + f.throttledSeconds / f.seconds;
+  const limit = Math.max(last.quotaCpus + 0.5, Math.ceil(demand * 2) / 2);
+  const pool = Math.max(1, Math.floor(last.budget));
+  return [
+    `Raise the container's CPU limit: throttled in ${pct(f.throttled / f.periods)} of periods, the process wants more than its ${cpus(last.quotaCpus)}; it used ${cpus(f.processCpu)} and was held back ${round(f.throttledSeconds / f.seconds, 2)} s per second, so it would have used at least ${cpus(demand)}: a limit of ${cpus(limit)} or more (Kubernetes resources.limits.cpu: ${limit * 1000}m), or no CPU limit with a CPU request.`,
+    'Or do less CPU work: cache what is computed again and again, lower a compression level, move CPU-heavy handlers out of the request path.',
+    `Size pools of CPU-bound threads to the ${cpus(last.budget)} budget (process.cpu.budget), not the host's ${round(last.affinityCpus, 2)} CPUs that os.availableParallelism() and os.cpus() report: worker_threads pools of ${pool}, and UV_THREADPOOL_SIZE no larger than CPU-bound pool work needs; more busy threads than the quota only reach the throttle sooner in each period.`,
+  ];
+}

@@ -1,0 +1,50 @@
+'use strict';
+
+const assert = require('node:assert/strict');
+const { requireCgroup, runUnderQuota } = require('../helpers/cgroup');
+
+// Real cgroups with a CPU quota (support/cgroup.js); the app (test/fixtures/cpu-burn-app.js)
+// burns CPU in its loop and on the pool, or does little, and prints its last snapshot's findings.
+describe('findings: cpu-throttled under a real CPU quota', function () {
+  this.timeout(90000);
+  before(function () {
+    requireCgroup(this);
+  });
+
+  it('fires for an app wanting ~2 CPUs in a 0.5 CPU quota, with the quota, the throttled share and time, and what used the CPU', async () => {
+    const r = await runUnderQuota(0.5, { SECONDS_TO_RUN: '4', LOOP_BURN_MS: '20', POOL_JOBS: '4' });
+    const f = r.app.findings.find((x) => x.id === 'cpu-throttled');
+    assert.ok(f, JSON.stringify(r.app.findings.map((x) => x.id)));
+    const e = f.evidence;
+    assert.equal(e.quotaCpus, 0.5);
+    assert.equal(e.budgetCpus, 0.5);
+    // The window's figures are differences of the counters, within what the cgroup counted.
+    assert.ok(e.periods <= r.stat.periods && e.periods >= 20, `${e.periods} of ${r.stat.periods} periods`);
+    assert.ok(e.throttledPeriods <= r.stat.throttledPeriods && e.throttledShare >= 0.5, `${e.throttledPeriods} throttled, share ${e.throttledShare}`);
+    assert.ok(e.throttledSeconds <= r.stat.throttledSeconds + 0.01 && e.throttledSeconds > 0.5, `throttled ${e.throttledSeconds} s of ${r.stat.throttledSeconds}`);
+    // It can use no more than its quota (and wanted more: it was held back).
+    assert.ok(e.processCpuPerSecond <= 0.5 * 1.15 && e.processCpuPerSecond >= 0.25, `process CPU ${e.processCpuPerSecond}/s`);
+    assert.match(f.summary, new RegExp(`0\\.5 CPU of a ${e.affinityCpus}-CPU host`));
+    assert.match(f.summary, /throttled the process in \d+ % of \d+ periods/);
+    assert.match(f.advice[0], /Raise the container's CPU limit/);
+    assert.match(f.advice[2], /0\.5 CPU budget/);
+    assert.ok(f.impact.score > 0.1, `impact ${f.impact.score}`);
+  });
+
+  it('twin: 2 CPUs of quota and an idle-ish app (a timer and the agent) is never throttled: no finding', async () => {
+    const r = await runUnderQuota(2, { SECONDS_TO_RUN: '3', LOOP_PAUSE_MS: '100' });
+    assert.equal(r.app.budget.value, Math.min(2, r.app.cpu.affinityCpus));
+    assert.ok(r.app.periods.value > 0, 'the counters are there, under a quota');
+    assert.deepEqual(r.app.findings.map((x) => x.id).filter((id) => id === 'cpu-throttled'), []);
+  });
+
+  it('twin: 0.5 CPU of quota and a busy app below it (5 ms of CPU every 15 ms, ~0.3 CPU): no finding', async () => {
+    const r = await runUnderQuota(0.5, { SECONDS_TO_RUN: '3', LOOP_BURN_MS: '5', LOOP_PAUSE_MS: '10' });
+    assert.equal(r.app.budget.value, 0.5);
+    assert.ok(r.stat.periods >= 20, `${r.stat.periods} periods: enough for the rule to judge`);
+    // Busy, not idle: a fifth of a CPU or more, yet within the quota in most periods.
+    assert.ok(r.app.cpu.processCpuSeconds >= 0.2 * 3, `${r.app.cpu.processCpuSeconds} s of CPU in 3 s`);
+    assert.ok(r.stat.throttledPeriods < 0.25 * r.stat.periods, `${r.stat.throttledPeriods} of ${r.stat.periods} periods throttled`);
+    assert.ok(!r.app.findings.some((x) => x.id === 'cpu-throttled'), JSON.stringify(r.app.findings));
+  });
+});
