@@ -2,6 +2,7 @@
 
 const assert = require('node:assert/strict');
 const { requireNamespace } = require('../helpers/namespace');
+const { requireCgroup } = require('../helpers/cgroup');
 
 const quiet = { print: () => {} };
 
@@ -94,5 +95,22 @@ describe('the incident lab (examples/incidents)', function () {
     // In auto mode the tracer counts the jobs submitted since it armed: up to the 16 clients' hashes.
     assert.ok(holder.peakPending >= 1 && holder.peakPending <= 16, `peak ${holder.peakPending} of the 16 clients' hashes`);
     assert.match(pool.summary, /^The threadpool is held by crypto \(pbkdf2\)/);
+  });
+
+  it('throttled: a report service in a 0.5 CPU cgroup: cpu-throttled with the quota and the cgroup\'s own throttling figures', async function () {
+    requireCgroup(this);
+    const r = await require('../../examples/incidents/throttled').run({ ...quiet, seconds: 5 });
+    const f = r.snapshot.findings.find((x) => x.id === 'cpu-throttled');
+    assert.ok(f, r.findings.join());
+    assert.equal(r.quotaCpus, 0.5);
+    assert.equal(f.evidence.quotaCpus, 0.5);
+    assert.equal(f.evidence.budgetCpus, 0.5);
+    // Ground truth: the cgroup's cpu.stat, read by the lab after the snapshot, counts at least what the window did.
+    assert.ok(f.evidence.periods <= r.stat.periods && f.evidence.throttledPeriods <= r.stat.throttledPeriods, `${JSON.stringify(f.evidence)} vs ${JSON.stringify(r.stat)}`);
+    assert.ok(r.stat.throttledPeriods >= 0.25 * r.stat.periods, `${r.stat.throttledPeriods} of ${r.stat.periods} periods throttled`);
+    assert.ok(f.evidence.processCpuPerSecond <= 0.5 * 1.15, `the process used ${f.evidence.processCpuPerSecond} CPU of its 0.5`);
+    assert.match(f.summary, /0\.5 CPU of a \d+-CPU host/);
+    // Nothing held the pool long or blocked the loop by itself: no other finding claims the time.
+    assert.ok(!r.findings.includes('threadpool-dns-saturated'), r.findings.join());
   });
 });
