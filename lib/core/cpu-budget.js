@@ -9,9 +9,11 @@
 // mounted (and which part of it the mount shows: in a container the mount's root is often the
 // container's own cgroup). The kernel enforces the quota of every level from the cgroup up to the
 // root, so the smallest quota along the path wins; its cpu.stat counts the periods and throttling.
-// Discovery reads those two files once; each read() then reads only the quota files (a few small
-// reads) and the affinity line of /proc/self/status. Nothing here throws: without /proc (not
-// Linux) the budget is os.availableParallelism() with no quota.
+// Discovery reads those two files once. The budget (the quota files of each level and the affinity
+// line of /proc/self/status, ~30 us a file on a slow VM) is read again at most once a minute, so a
+// limit changed at run time shows within a minute; only the throttling counters (one cpu.stat) are
+// read at every sample. Nothing here throws: without /proc (not Linux) the budget is
+// os.availableParallelism() with no quota.
 
 const fs = require('fs');
 const os = require('os');
@@ -227,14 +229,20 @@ function affinity(root, read) {
 }
 
 /**
- * A reader of this process's CPU budget: discovery once (where the quota lives), then read()
- * takes a few small reads per call. Never throws.
- * @param {{ root?: string, readFile?: (p: string) => string }} [opts] root: a fixture tree (tests)
+ * A reader of this process's CPU budget: discovery once (where the quota lives); read() reads the
+ * quota and affinity again once refreshMs has passed since it last did (a few small reads), else
+ * returns the same figures; stat() reads the cpu.stat. Never throws.
+ * @param {{ root?: string, readFile?: (p: string) => string, refreshMs?: number, now?: () => number }} [opts]
+ *   root: a fixture tree (tests); refreshMs: how long a budget read stands (60 s; 0: every call)
  * @returns {{ read(): CpuBudget, stat(budget?: CpuBudget): CpuStat|null }}
  */
 function createCpuBudget(opts = {}) {
   const root = opts.root || '/';
   const readFile = opts.readFile || ((p) => fs.readFileSync(p, 'utf8'));
+  const refreshMs = opts.refreshMs === undefined ? 60000 : opts.refreshMs;
+  const now = opts.now || Date.now;
+  let cached = null;
+  let cachedAt = 0;
   let found;
   try {
     found = discover({ root, readFile });
@@ -242,7 +250,7 @@ function createCpuBudget(opts = {}) {
     found = null;
   }
   /** @returns {CpuBudget} */
-  const read = () => {
+  const fresh = () => {
     const affinityCpus = affinity(root, readFile);
     let q;
     try {
@@ -259,6 +267,15 @@ function createCpuBudget(opts = {}) {
       source: byQuota ? /** @type {'cgroup-v2'|'cgroup-v1'} */ (found.version) : 'affinity',
       statPath: q.statPath,
     };
+  };
+  /** @returns {CpuBudget} */
+  const read = () => {
+    const t = now();
+    if (!cached || t - cachedAt >= refreshMs || t < cachedAt) {
+      cached = Object.freeze(fresh());
+      cachedAt = t;
+    }
+    return cached;
   };
   return {
     read,

@@ -101,6 +101,24 @@ describe('core/cpu-budget', function () {
       assert.equal(b.stat(budget), null);
     });
 
+    it('the budget is read again once a minute has passed (a limit changed at run time), the counters at every call', () => {
+      const files = new Map();
+      const base = path.join(FIXTURES, 'v1');
+      const readFile = (p) => (files.has(p) ? files.get(p) : require('fs').readFileSync(p, 'utf8'));
+      let t = 1000;
+      const b = createCpuBudget({ root: base, readFile, now: () => t });
+      const quota = path.join(base, 'sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_quota_us');
+      const stat = path.join(base, 'sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.stat');
+      assert.equal(b.read().cpus, 0.5);
+      files.set(quota, '150000');
+      files.set(stat, 'nr_periods 153\nnr_throttled 151\nthrottled_time 7490000000\n');
+      t += 59999;
+      assert.equal(b.read().cpus, 0.5, 'within the minute: the same figures');
+      assert.deepEqual(b.stat(), { periods: 153, throttledPeriods: 151, throttledSeconds: 7.49 });
+      t += 1;
+      assert.deepEqual(b.read(), { cpus: 1.5, quotaCpus: 1.5, affinityCpus: 2, source: 'cgroup-v1', statPath: stat });
+    });
+
     it('no /proc at all: what Node knows, no quota, never a throw', () => {
       const b = createCpuBudget({ root: path.join(FIXTURES, 'does-not-exist') });
       const n = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
