@@ -1,7 +1,6 @@
 'use strict';
 
 const { metricDef } = require('./metric-def');
-const { createCpuBudget } = require('../core/cpu-budget');
 
 // The CPUs this process may use (a container's CPU quota, else its affinity mask) and, under a
 // quota, the kernel's throttling of its cgroup (cpu.stat): every period (100 ms by default) the
@@ -22,11 +21,12 @@ const METRICS = Object.freeze([
 
 /**
  * The CPU budget and, under a cgroup quota, its throttling counters.
- * @param {{ budget?: ReturnType<typeof createCpuBudget>, cpuUsage?: () => { user: number, system: number } }} [options]
+ * @param {{ budget?: ReturnType<typeof import('../core/cpu-budget').createCpuBudget>, cpuUsage?: () => { user: number, system: number } }} [options]
  *   budget: a reader over a fixture tree (tests); cpuUsage: process.cpuUsage by default
  */
 function createCpuSampler(options = {}) {
-  const reader = options.budget || createCpuBudget();
+  // Loaded with the sampler, not with its declaration (the preload loads every declaration).
+  const reader = options.budget || require('../core/cpu-budget').createCpuBudget();
   const cpuUsage = options.cpuUsage || (() => process.cpuUsage());
   let latest = null;
   return {
