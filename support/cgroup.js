@@ -70,9 +70,12 @@ function enableCpu(mount) {
 
 /**
  * Make a cgroup with a CPU quota. Throws where cgroupSupport() is not ok.
- * @param {{ cpus: number, periodUs?: number, name?: string }} options cpus: the quota in CPUs
+ * @param {{ cpus: number, periodUs?: number, name?: string, nice?: number }} options cpus: the
+ *   quota in CPUs; nice: the children's nice value (-10: the quota caps what they take, while on a
+ *   loaded machine, a CI runner or other tests, a child at the default priority may not even
+ *   reach its quota, and then there is no throttling to see)
  */
-function createCpuCgroup({ cpus, periodUs = 100000, name = 'uvscope-test' }) {
+function createCpuCgroup({ cpus, periodUs = 100000, name = 'uvscope-test', nice = -10 }) {
   const support = cgroupSupport();
   if (!support.ok) throw new Error(support.reason);
   const dir = path.join(support.mount, `${name}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
@@ -92,13 +95,12 @@ function createCpuCgroup({ cpus, periodUs = 100000, name = 'uvscope-test' }) {
     stat: () => parseCpuStat(fs.readFileSync(path.join(dir, 'cpu.stat'), 'utf8')),
     /**
      * Spawn a command whose process joins this cgroup before it execs (its threads are born in
-     * it), at nice 0 whatever this process's nice (tests run niced): on a shared machine a niced
-     * child may not even reach its quota.
+     * it), at the cgroup's nice value whatever this process's own (tests run niced).
      * @param {string} command
      * @param {string[]} args
      * @param {import('node:child_process').SpawnOptions} options
      */
-    spawn: (command, args, options) => spawn('sh', ['-c', `echo $$ > "${path.join(dir, 'cgroup.procs')}" && exec nice -n ${-os.getPriority()} "$0" "$@"`, command, ...args], options),
+    spawn: (command, args, options) => spawn('sh', ['-c', `echo $$ > "${path.join(dir, 'cgroup.procs')}" && exec nice -n ${nice - os.getPriority()} "$0" "$@"`, command, ...args], options),
     /** Remove the cgroup once its processes have exited (the kernel may take a moment to empty it). */
     async remove() {
       for (let i = 0; i < 50; i++) {
