@@ -48,3 +48,22 @@ describe('findings: cpu-throttled under a real CPU quota', function () {
     assert.ok(!r.app.findings.some((x) => x.id === 'cpu-throttled'), JSON.stringify(r.app.findings));
   });
 });
+
+describe('findings: advice that counts CPUs counts the budget', () => {
+  const os = require('os');
+  const { availableCores } = require('../../lib/findings/pool');
+  const { summarize } = require('../../lib/findings/window');
+
+  it('pools are sized to process.cpu.budget (whole CPUs, at least 1), the host\'s CPUs only without one', () => {
+    assert.equal(availableCores(0.5), 1);
+    assert.equal(availableCores(2.5), 2);
+    assert.equal(availableCores(4), 4);
+    assert.equal(availableCores(undefined), typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length);
+  });
+
+  it('the window\'s summary carries the snapshot\'s budget, which threadpool-saturated reads', () => {
+    const points = [{ name: 'process.cpu.budget', attributes: { 'process.cpu.budget.source': 'cgroup-v1' }, value: 0.5 }];
+    assert.equal(summarize({ time: 2000, points, details: {} }, null, 1000).cpuBudget, 0.5);
+    assert.equal(summarize({ time: 2000, points: [], details: {} }, null, 1000).cpuBudget, undefined);
+  });
+});
