@@ -236,6 +236,15 @@ export interface SnapshotDetails {
    */
   readonly eventloop?: Readonly<{ mainThreadCpuSeconds: number | null; mainThreadWaitSeconds: number | null; blockedOnCpuMaxSeconds: number | null }>;
   readonly threadpool?: ThreadpoolDetails | null;
+  /**
+   * The CPU budget (process.cpu.budget: a cgroup CPU quota or the affinity mask, whichever is
+   * smaller), the process's CPU time so far (process.cpuUsage()) and, under a quota, the
+   * cumulative throttling counters of the cgroup whose quota binds (its cpu.stat).
+   */
+  readonly cpu?: Readonly<{
+    cpus: number; quotaCpus: number | null; affinityCpus: number; source: 'cgroup-v2' | 'cgroup-v1' | 'affinity';
+    processCpuSeconds: number; throttling: Readonly<{ periods: number; throttledPeriods: number; throttledSeconds: number }> | null;
+  }> | null;
   /** resolv.conf as glibc reads it, and up to 1000 of the names /etc/hosts answers. */
   readonly resolver?: Readonly<{ path: string; found: boolean; nameservers: string[]; search: string[]; ndots: number; timeout: number; attempts: number; options: string[]; hostsNames: string[] }>;
   readonly [sampler: string]: unknown;
