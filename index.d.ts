@@ -234,7 +234,7 @@ export interface SnapshotDetails {
    * longest loop lateness less that wait (a lower bound of what the app blocked); null where the
    * platform does not tell (Linux only).
    */
-  readonly eventloop?: Readonly<{ mainThreadCpuSeconds: number | null; mainThreadWaitSeconds: number | null; blockedOnCpuMaxSeconds: number | null }>;
+  readonly eventloop?: Readonly<{ mainThreadCpuSeconds: number | null; mainThreadWaitSeconds: number | null; blockedOnCpuMaxSeconds: number | null; processCpuSeconds: number | null }>;
   readonly threadpool?: ThreadpoolDetails | null;
   /** resolv.conf as glibc reads it, and up to 1000 of the names /etc/hosts answers. */
   readonly resolver?: Readonly<{ path: string; found: boolean; nameservers: string[]; search: string[]; ndots: number; timeout: number; attempts: number; options: string[]; hostsNames: string[] }>;
