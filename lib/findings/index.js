@@ -14,6 +14,7 @@
 module.exports = Object.freeze([
   require('./rules/threadpool-saturated'),
   require('./rules/threadpool-dns-saturated'),
+  require('./rules/cpu-starved'),
   require('./rules/dns-resolver-timeout'),
   require('./rules/dns-no-cache'),
   require('./rules/dns-search-expansion'),
