@@ -59,16 +59,17 @@ async function withLab(print, fn) {
 
 /**
  * Start an app with uvscope preloaded. Resolves once the app prints its first JSON line.
- * @param {{ app: string, env?: object, conf?: object, namespace?: boolean }} options
+ * cpus: the CPUs it may run on (taskset -c, e.g. '0'; without a namespace only).
+ * @param {{ app: string, env?: object, conf?: object, namespace?: boolean, cpus?: string }} options
  */
-async function startApp({ app, env = {}, conf = {}, namespace = true }) {
+async function startApp({ app, env = {}, conf = {}, namespace = true, cpus }) {
   const metricsPort = await freePort();
   const fullEnv = cleanEnv({ UVSCOPE_PROMETHEUS_PORT: String(metricsPort), UVSCOPE_INTERVAL_MS: '250', ...env });
   const args = ['--require', REGISTER, path.join(__dirname, 'apps', app)];
   const stdio = ['ignore', 'pipe', 'inherit'];
   const child = namespace
     ? spawnInNamespace({ resolvConf: resolvConf({ nameserver: DNS_ADDRESS, ...conf }), args, env: fullEnv, stdio })
-    : spawn(process.execPath, args, { env: fullEnv, stdio });
+    : cpus ? spawn('taskset', ['-c', cpus, process.execPath, ...args], { env: fullEnv, stdio }) : spawn(process.execPath, args, { env: fullEnv, stdio });
   const ready = JSON.parse(await firstLine(child, app));
   const get = async (p) => (await fetch(`http://127.0.0.1:${metricsPort}${p}`)).json();
   const page = `http://127.0.0.1:${metricsPort}/`;

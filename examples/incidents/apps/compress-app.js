@@ -21,11 +21,12 @@ const upstreamHost = process.env.UPSTREAM_HOST || 'localhost';
 // Every JOB_GAP_MS each stream rests before its next job (0: none): occasional jobs.
 const JOB_GAP_MS = Number(process.env.JOB_GAP_MS || 0);
 
-// A report that compresses slowly at level 9: text with some repetition (~32 KB, ~5 ms a job on an idle core).
+// A report that compresses slowly at level 9: text with some repetition (~32 KB, ~5 ms a job on an
+// idle core; REPORT_SCALE times that).
 const words = ['latency', 'threadpool', 'resolver', 'budget', 'thread', 'socket', 'handle', 'queue', 'request', 'answer'];
 let seed = 7;
 const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
-const REPORT = Buffer.from(Array.from({ length: 3000 }, () => `${words[Math.floor(rand() * words.length)]}${Math.floor(rand() * 1000)}`).join(' '));
+const REPORT = Buffer.from(Array.from({ length: 3000 * Number(process.env.REPORT_SCALE || 1) }, () => `${words[Math.floor(rand() * words.length)]}${Math.floor(rand() * 1000)}`).join(' '));
 
 const compress = compressOn === 'worker' ? workerCompressor() : (buf) => new Promise((resolve, reject) => {
   zlib.deflate(buf, { level: LEVEL }, (err, out) => (err ? reject(err) : resolve(out)));
