@@ -1,6 +1,6 @@
 'use strict';
 // starve: an export route compresses a report with zlib.deflate at level 9, a short CPU-bound job
-// (about 5 ms of CPU) on the libuv threadpool per request. 8 clients export at once; the app has
+// (about 5 ms of CPU) on the libuv threadpool per request. 16 clients export at once; the app has
 // one CPU (taskset -c 0, as a container limited to one CPU would). No job holds a thread long,
 // so the pool is never "held": its 4 threads take turns on the one CPU, each waiting for it most
 // of the time, and everything else on the pool waits with them: a lookup of localhost, answered
@@ -12,7 +12,7 @@ const http = require('http');
 const { execFileSync } = require('child_process');
 const { startApp, meanOf, ms, printFindings } = require('./common');
 
-const EXPORT_CLIENTS = 8;
+const EXPORT_CLIENTS = 16;
 const CPUS = '0';
 
 /** Whether taskset can pin a child here, and if not, why. */

@@ -2,7 +2,7 @@
 
 const { defineRule } = require('../rule');
 const { windowSeconds } = require('../window');
-const { typeName, tracedJobs, longestRun, cpuFigures, cpuStarved } = require('../pool');
+const { typeName, tracedJobs, mostInStretch, cpuFigures, cpuStarved } = require('../pool');
 const { ms, pct, round } = require('../../core/format');
 
 // What lowers each kind's CPU on the pool, for the advice.
@@ -27,21 +27,23 @@ module.exports = defineRule({
     cpuStarvedDemandMargin: 0.5, // the app's threads (pool + loop) want at least the CPU budget plus this
     cpuStarvedLoopShare: 0.3, // the main thread waited for a CPU this share of the interval
     cpuStarvedLoopRatio: 2, // ...and at least this many times as long as it ran
-    cpuStarvedBudgetShare: 0.75, // either only while the process used this share of its CPU budget
-    cpuStarvedIntervals: 4, // in at least this many consecutive intervals
+    cpuStarvedBudgetShare: 0.6, // either only while the process used this share of its CPU budget
+    cpuStarvedIntervals: 4, // in at least this many of some twice as many consecutive intervals
   },
   docs: {
     means: 'the app\'s threads want more CPUs than it has: pool jobs (lookups, fs, crypto, zlib) and the event loop wait for a CPU, not for a thread or the network',
-    fires: (l) => `in ${l.cpuStarvedIntervals}+ consecutive intervals, either (Node 22+, named pool threads, \`/proc/self/task/<tid>/schedstat\`) pool threads were ${l.cpuStarvedThreads}+ threads on average ready to run but waiting for a CPU, at ${ms(l.cpuStarvedWaitS)}+ per wait (a wake-up waits microseconds even with a CPU free; a thread behind others on a run queue waits a scheduler slice, milliseconds), while the pool's busy threads and the main thread wanted the CPU budget + ${l.cpuStarvedDemandMargin} CPUs or more (more threads want a CPU than there are: the app starves itself, which one busy thread on a busy host cannot show); or (every major) the main thread waited for a CPU ${pct(l.cpuStarvedLoopShare)}+ of the interval and ${l.cpuStarvedLoopRatio}x+ as long as it ran (one thread busy beside the loop on one CPU makes it wait about a quarter of the time: not starved). Either only while the process used ${pct(l.cpuStarvedBudgetShare)}+ of its CPU budget (process.cpuUsage(): a host busy with other work leaves the app less, and is not the app starving itself). The CPU budget is the metric \`process.cpu.budget\` where a source gives it (a cgroup quota, the affinity mask), else \`os.availableParallelism()\``,
+    fires: (l) => `in ${l.cpuStarvedIntervals}+ of ${2 * l.cpuStarvedIntervals} consecutive intervals (a sustained pattern; one odd interval does not break it, a burst of fewer does not make it), either (Node 22+, named pool threads, \`/proc/self/task/<tid>/schedstat\`) pool threads were ${l.cpuStarvedThreads}+ threads on average ready to run but waiting for a CPU, at ${ms(l.cpuStarvedWaitS)}+ per wait (a wake-up waits microseconds even with a CPU free; a thread behind others on a run queue waits a scheduler slice, milliseconds), while the pool's busy threads and the main thread wanted the CPU budget + ${l.cpuStarvedDemandMargin} CPUs or more (more threads want a CPU than there are: the app starves itself, which one busy thread on a busy host cannot show); or (every major) the main thread waited for a CPU ${pct(l.cpuStarvedLoopShare)}+ of the interval and ${l.cpuStarvedLoopRatio}x+ as long as it ran (one thread busy beside the loop on one CPU makes it wait about a quarter of the time: not starved). Either only while the process used ${pct(l.cpuStarvedBudgetShare)}+ of its CPU budget (process.cpuUsage(): a host busy with other work leaves the app less, and is not the app starving itself). The CPU budget is the metric \`process.cpu.budget\` where a source gives it (a cgroup quota, the affinity mask), else \`os.availableParallelism()\``,
     impact: 'the time pool threads and the main thread spent waiting for a CPU (thread-seconds per second of the window); `requests`: the lookups in the window',
     advice: 'what waited (lookups\' mean and slowest time, fs calls, the loop\'s wait and lateness) and what takes the CPU: the tracer\'s job kind, type, call sites and HTTP routes for pool work, the loop\'s own CPU for JavaScript; on Node 20 (pool threads not named) what cannot be told apart. Advice: CPU work on fewer threads than the CPU budget (worker_threads sized to it), a lower compression level or cached output, fewer pbkdf2 iterations, or more CPU',
-    example: 'the lab\'s `starve` incident (zlib level 9 in a steady stream on a pool of 4, pinned to one CPU): "Pool threads wait for a CPU: on average 2.8 of 4 threads were ready to run but waited for one (4.9 ms per wait: threads short of a CPU, not wake-ups) while 0.9 computed ... The CPU goes to zlib (zlib) ..."',
+    example: 'the lab\'s `starve` incident (zlib level 9 in short jobs for 16 clients on a pool of 4, pinned to one CPU; Node 24, on a loaded machine): "Pool threads wait for a CPU: on average 2.76 of 4 threads were ready to run but waited for one (7.4 ms per wait: threads short of a CPU, not wake-ups) while 0.56 computed, in 11 of 17 intervals; the app\'s pool and loop wanted 4.1 CPUs and it has 1 CPU (os.availableParallelism()). The CPU goes to zlib (zlib) jobs on the pool: 100 % of the time non-DNS jobs spent there, ... called from examples/incidents/apps/compress-app.js:32 while serving GET /export; ..."',
   },
   interval: cpuFigures,
   evaluate(window, lim) {
     const flags = window.map((s) => cpuStarved(s, lim));
     const hit = flags.map((f) => f.pool || f.loop);
-    if (longestRun(hit) < lim.cpuStarvedIntervals) return null;
+    // A sustained pattern: half or more of some stretch of twice that many intervals (an odd
+    // interval, when another process took the CPU for a moment, does not break it).
+    if (mostInStretch(hit, 2 * lim.cpuStarvedIntervals) < lim.cpuStarvedIntervals) return null;
     const f = figuresOf(window, window.filter((s, i) => hit[i]), window.filter((s, i) => flags[i].pool));
     return {
       summary: summaryOf(f),
