@@ -11,6 +11,7 @@
 const http = require('http');
 const { execFileSync } = require('child_process');
 const { startApp, meanOf, ms, printFindings } = require('./common');
+const { processCpuNs } = require('../../support/processes');
 
 const EXPORT_CLIENTS = 16;
 const CPUS = '0';
@@ -43,14 +44,18 @@ async function run({ print = console.log, seconds = 4, env = {} } = {}) {
     try {
       const port = app.ready.port;
       await get(port, '/lookups'); // the lookups before the load are not the incident's
+      const cpuBefore = processCpuNs(app.pid);
       const [exportsDone, page] = await Promise.all([
         drive(port, '/export', EXPORT_CLIENTS, seconds),
         drive(port, '/page', 1, seconds),
       ]);
+      const appCpus = (processCpuNs(app.pid) - cpuBefore) / 1e9 / seconds;
       const snapshot = await app.snapshot();
       const lookups = JSON.parse(await get(port, '/lookups'));
       const r = {
         exportsPerSecond: exportsDone.count / seconds,
+        // the CPU the app got (CPU-s a second, every thread): under 1 when other work shares its CPU
+        appCpus,
         pageMeanSeconds: page.mean,
         // the app's own times of its lookups (call to callback), the ground truth
         appLookupMeanSeconds: lookups.length ? lookups.reduce((a, b) => a + b, 0) / lookups.length : null,
@@ -60,7 +65,7 @@ async function run({ print = console.log, seconds = 4, env = {} } = {}) {
         snapshot,
       };
       result[compressOn] = r;
-      print(`  compressing ${compressOn === 'pool' ? 'on the threadpool (zlib.deflate)' : 'in worker_threads (deflateSync, 1 worker)'}: ${r.exportsPerSecond.toFixed(0)} exports/s; GET /page mean ${ms(r.pageMeanSeconds, 1)}; dns.lookup(localhost) mean ${ms(r.appLookupMeanSeconds, 1)} as the app timed it`);
+      print(`  compressing ${compressOn === 'pool' ? 'on the threadpool (zlib.deflate)' : 'in worker_threads (deflateSync, 1 worker)'}: ${r.exportsPerSecond.toFixed(0)} exports/s; GET /page mean ${ms(r.pageMeanSeconds, 1)}; dns.lookup(localhost) mean ${ms(r.appLookupMeanSeconds, 1)} as the app timed it; the app used ${r.appCpus.toFixed(2)} of its one CPU`);
       printFindings(print, snapshot);
     } finally {
       await app.stop();

@@ -291,9 +291,10 @@ const NOT_STARVED = Object.freeze({ pool: false, loop: false });
  * Whether the app's pool threads or its main thread spent a large share of this interval waiting
  * for a CPU because of the app's own threads (cpu-starved's limits; see its docs for why these).
  * pool (Node 22+, named pool threads): runnable threads on average, milliseconds per wait (not
- * wake-ups), and the app's threads wanting more CPUs than the budget. loop (every major): the
- * main thread waited a share of the interval, more than it ran. Both only while the process used
- * most of its CPU budget (a host busy with other work is not the app starving itself).
+ * wake-ups), and the app's threads wanting more CPUs than the budget (by a margin, or by a larger
+ * one while the process used less than its share of the budget). loop (every major): the main
+ * thread waited a share of the interval, more than it ran, while the process used most of its CPU
+ * budget (a host busy with other work is not the app starving itself).
  * @param {object} s an interval summary (lib/findings/window.js) with s.own['cpu-starved']
  * @param {Readonly<Record<string, number>>} lim
  * @returns {{ pool: boolean, loop: boolean }}
@@ -305,10 +306,12 @@ function cpuStarved(s, lim) {
   // The app uses its CPUs: a host busy with other work leaves the app less than its budget.
   const usesBudget = c.processCpu === null || c.processCpu / s.seconds >= lim.cpuStarvedBudgetShare * c.budget;
   const b = s.pool && s.pool.busy;
-  const pool = usesBudget && Boolean(b && b.available && typeof b.runnable === 'number')
+  // Threads wanting a CPU (on one or waiting) beyond the budget: the app's own doing when it also
+  // uses its budget, or when they are so many that no other load explains them.
+  const demand = b && b.available && typeof b.runnable === 'number' ? b.computing + b.runnable + main - c.budget : -Infinity;
+  const pool = demand >= (usesBudget ? lim.cpuStarvedDemandMargin : lim.cpuStarvedDemandAlone)
     && b.runnable >= lim.cpuStarvedThreads
-    && (b.meanWaitSeconds || 0) >= lim.cpuStarvedWaitS
-    && b.computing + b.runnable + main >= c.budget + lim.cpuStarvedDemandMargin;
+    && (b.meanWaitSeconds || 0) >= lim.cpuStarvedWaitS;
   const loop = usesBudget && c.processCpu !== null && c.mainWait !== null && c.mainCpu !== null
     && c.mainWait / s.seconds >= lim.cpuStarvedLoopShare
     && c.mainWait >= lim.cpuStarvedLoopRatio * c.mainCpu;

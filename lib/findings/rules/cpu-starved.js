@@ -25,14 +25,15 @@ module.exports = defineRule({
     cpuStarvedThreads: 0.5, // pool threads waiting for a CPU, on average over an interval
     cpuStarvedWaitS: 0.001, // ...per wait (run_delay per arrival): milliseconds are contention, microseconds wake-ups
     cpuStarvedDemandMargin: 0.5, // the app's threads (pool + loop) want at least the CPU budget plus this
+    cpuStarvedDemandAlone: 1.5, // ...or plus this, while the process uses less than cpuStarvedBudgetShare of its budget
     cpuStarvedLoopShare: 0.3, // the main thread waited for a CPU this share of the interval
     cpuStarvedLoopRatio: 2, // ...and at least this many times as long as it ran
-    cpuStarvedBudgetShare: 0.6, // either only while the process used this share of its CPU budget
+    cpuStarvedBudgetShare: 0.6, // the loop only while the process used this share of its CPU budget
     cpuStarvedIntervals: 4, // in at least this many of some twice as many consecutive intervals
   },
   docs: {
     means: 'the app\'s threads want more CPUs than it has: pool jobs (lookups, fs, crypto, zlib) and the event loop wait for a CPU, not for a thread or the network',
-    fires: (l) => `in ${l.cpuStarvedIntervals}+ of ${2 * l.cpuStarvedIntervals} consecutive intervals (a sustained pattern; one odd interval does not break it, a burst of fewer does not make it), either (Node 22+, named pool threads, \`/proc/self/task/<tid>/schedstat\`) pool threads were ${l.cpuStarvedThreads}+ threads on average ready to run but waiting for a CPU, at ${ms(l.cpuStarvedWaitS)}+ per wait (a wake-up waits microseconds even with a CPU free; a thread behind others on a run queue waits a scheduler slice, milliseconds), while the pool's busy threads and the main thread wanted the CPU budget + ${l.cpuStarvedDemandMargin} CPUs or more (more threads want a CPU than there are: the app starves itself, which one busy thread on a busy host cannot show); or (every major) the main thread waited for a CPU ${pct(l.cpuStarvedLoopShare)}+ of the interval and ${l.cpuStarvedLoopRatio}x+ as long as it ran (one thread busy beside the loop on one CPU makes it wait about a quarter of the time: not starved). Either only while the process used ${pct(l.cpuStarvedBudgetShare)}+ of its CPU budget (process.cpuUsage(): a host busy with other work leaves the app less, and is not the app starving itself). The CPU budget is the metric \`process.cpu.budget\` where a source gives it (a cgroup quota, the affinity mask), else \`os.availableParallelism()\``,
+    fires: (l) => `in ${l.cpuStarvedIntervals}+ of ${2 * l.cpuStarvedIntervals} consecutive intervals (a sustained pattern; one odd interval does not break it, a burst of fewer does not make it), either (Node 22+, named pool threads, \`/proc/self/task/<tid>/schedstat\`) pool threads were ${l.cpuStarvedThreads}+ threads on average ready to run but waiting for a CPU, at ${ms(l.cpuStarvedWaitS)}+ per wait (a wake-up waits microseconds even with a CPU free; a thread behind others on a run queue waits a scheduler slice, milliseconds), while the pool's busy threads and the main thread (on a CPU or waiting for one) wanted the CPU budget + ${l.cpuStarvedDemandMargin} CPUs or more, + ${l.cpuStarvedDemandAlone} while the process used under ${pct(l.cpuStarvedBudgetShare)} of its budget (more threads want a CPU than there are: the app starves itself; on a host busy with other work a light thread's waits inflate this sum, one busy thread's cannot exceed 1); or (every major) the main thread waited for a CPU ${pct(l.cpuStarvedLoopShare)}+ of the interval and ${l.cpuStarvedLoopRatio}x+ as long as it ran (one thread busy beside the loop on one CPU makes it wait about a quarter of the time: not starved), while the process used ${pct(l.cpuStarvedBudgetShare)}+ of its CPU budget (process.cpuUsage(): a host busy with other work leaves the app less, and is not the app starving itself). The CPU budget is the metric \`process.cpu.budget\` where a source gives it (a cgroup quota, the affinity mask), else \`os.availableParallelism()\``,
     impact: 'the time pool threads and the main thread spent waiting for a CPU (thread-seconds per second of the window); `requests`: the lookups in the window',
     advice: 'what waited (lookups\' mean and slowest time, fs calls, the loop\'s wait and lateness) and what takes the CPU: the tracer\'s job kind, type, call sites and HTTP routes for pool work, the loop\'s own CPU for JavaScript; on Node 20 (pool threads not named) what cannot be told apart. Advice: CPU work on fewer threads than the CPU budget (worker_threads sized to it), a lower compression level or cached output, fewer pbkdf2 iterations, or more CPU',
     example: 'the lab\'s `starve` incident (zlib level 9 in short jobs for 16 clients on a pool of 4, pinned to one CPU; Node 24, on a loaded machine): "Pool threads wait for a CPU: on average 2.76 of 4 threads were ready to run but waited for one (7.4 ms per wait: threads short of a CPU, not wake-ups) while 0.56 computed, in 11 of 17 intervals; the app\'s pool and loop wanted 4.1 CPUs and it has 1 CPU (os.availableParallelism()). The CPU goes to zlib (zlib) jobs on the pool: 100 % of the time non-DNS jobs spent there, ... called from examples/incidents/apps/compress-app.js:32 while serving GET /export; ..."',
@@ -73,11 +74,14 @@ function figuresOf(window, hot, poolHot) {
   let lost = 0; // thread-seconds spent waiting for a CPU in the starved intervals
   for (const s of hot) lost += (own(s).mainWait || 0) + (s.pool && s.pool.busy && s.pool.busy.available ? (s.pool.busy.runnable || 0) * s.seconds : 0);
   const jobs = tracedJobs(window);
+  const probeWaits = hot.map((s) => s.pool && s.pool.work.wait).filter((w) => typeof w === 'number');
   return {
     window, hot, poolHot, pool, mainWait, mainCpu, processCpu, budget: last.budget, budgetFrom: last.budgetFrom,
     utilization: hot.some((s) => own(s).utilization !== null) ? sum(hot, (s) => own(s).utilization) / hot.length : null,
     demand: pool.available ? pool.computing + pool.runnable + mainCpu + mainWait : null,
     maxDelay: Math.max(0, ...hot.map((s) => s.delayMax || 0)),
+    // the agent's work probe (a 1-byte randomFill, microseconds of CPU): submission to callback
+    maxProbeWait: probeWaits.length ? Math.max(...probeWaits) : null,
     jobs,
     fsJobs: jobs.byKind.get('fs'),
     lookups: lookupsOf(window),
@@ -135,7 +139,7 @@ function summaryOf(f) {
   const others = f.processCpu !== null ? Math.max(0, f.processCpu - f.mainCpu) : null;
   const rest = pool.available
     ? `pool threads computed ${round(pool.computing, 2)} and waited ${round(pool.runnable, 2)} on average`
-    : `it went to the threadpool (zlib, async crypto, addons), worker_threads or V8's own threads (GC, compiler): ${pool.reason}, so which of these cannot be told apart, nor how long pool jobs waited for a CPU`;
+    : `it went to the threadpool (zlib, async crypto, addons), worker_threads or V8's own threads (GC, compiler): ${pool.reason}, so which of these cannot be told apart, nor how long pool jobs waited for a CPU${f.maxProbeWait !== null ? ` (the agent's probe, a job of microseconds, took up to ${ms(f.maxProbeWait)} from submission to callback, waiting for a thread and a CPU alike)` : ''}`;
   return `The event loop waits for a CPU: it waited ${pct(f.mainWait)} of the time, ${round(f.mainWait / Math.max(f.mainCpu, 1e-6), 1)} times as long as it ran, in ${hot.length} of ${window.length} intervals, while the process used ${f.processCpu !== null ? round(f.processCpu, 2) : '?'} of its ${budgetText(f)}: the app's own threads keep the CPU busy. The CPU goes to ${takersText(f)}${others !== null ? `; the other ${round(others, 2)} CPU ran on threads other than the loop: ${rest}` : ''}. What waited: ${waitedText(f)}.`;
 }
 
@@ -149,6 +153,7 @@ function evidenceOf(f) {
     demandCpus: f.demand !== null ? round(f.demand, 2) : null,
     processCpus: f.processCpu !== null ? round(f.processCpu, 3) : null,
     poolThreads: f.pool,
+    maxProbeWaitSeconds: f.maxProbeWait,
     mainThread: { waitShare: round(f.mainWait, 3), cpus: round(f.mainCpu, 3), utilization: f.utilization !== null ? round(f.utilization, 3) : null, maxDelaySeconds: f.maxDelay },
     holder: h ? { kind: h.kind, type: h.type, name: typeName(h.type), share: round(h.share, 3), completed: h.completed, meanSeconds: h.completed > 0 ? h.seconds / h.completed : null, callers: h.callers.slice(0, 5), routes: h.routes.slice(0, 5) } : null,
     tracer: f.jobs.tracer,
