@@ -223,8 +223,9 @@ describe(`cpu-starved on a real app pinned with taskset (Node ${MAJOR}: ${MAJOR 
       assert.ok(f, `findings: ${Object.keys(r.byId)}`);
       // not a DNS or a held-pool finding: no job holds a thread long, they wait for the CPU
       for (const id of Object.keys(r.byId)) assert.ok(id === 'cpu-starved' || id === 'eventloop-blocked', `findings: ${Object.keys(r.byId)}`);
-      // one CPU: the process cannot use more than 1 CPU-s a second, and it uses most of it
-      assert.ok(f.evidence.processCpus <= 1.05 && f.evidence.processCpus >= 0.75, JSON.stringify(f.evidence));
+      // one CPU: the process cannot use more than 1 CPU-s a second; and what the test measured
+      // of the app from /proc over the run (other load on the CPU takes some)
+      assert.ok(f.evidence.processCpus <= 1.05 && Math.abs(f.evidence.processCpus - r.cpuUsed) < 0.2, `${f.evidence.processCpus} vs ${r.cpuUsed} measured`);
       assert.equal(f.evidence.cpuBudget.cpus, 1);
       // the loop waits for the CPU behind 4 busy pool threads: most of the time, more than it runs
       assert.ok(f.evidence.mainThread.waitShare >= 0.3, JSON.stringify(f.evidence.mainThread));
