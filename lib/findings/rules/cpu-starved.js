@@ -65,8 +65,11 @@ function figuresOf(window, hot, poolHot) {
   const poolSeconds = sum(busy, (s) => s.seconds);
   const poolMean = (pick) => (poolSeconds > 0 ? sum(busy, (s) => pick(s.pool.busy) * s.seconds) / poolSeconds : null);
   const lastBusy = [...window].reverse().map((s) => s.pool && s.pool.busy).find(Boolean) || null;
+  // The kernel adds a wait to run_delay when it ends: one that spans two readings counts in the
+  // second, which can then show more threads waiting than there are; capped at the threads.
+  const waiting = (b) => Math.min(b.runnable || 0, Math.max(0, b.threads - b.computing));
   const pool = busy.length
-    ? { available: true, threads: busy[busy.length - 1].pool.busy.threads, computing: round(poolMean((b) => b.computing), 2), runnable: round(poolMean((b) => b.runnable || 0), 2), meanWaitSeconds: poolMean((b) => b.meanWaitSeconds || 0) }
+    ? { available: true, threads: busy[busy.length - 1].pool.busy.threads, computing: round(poolMean((b) => b.computing), 2), runnable: round(poolMean(waiting), 2), meanWaitSeconds: poolMean((b) => b.meanWaitSeconds || 0) }
     : { available: false, reason: lastBusy && !lastBusy.available ? lastBusy.reason : 'no busy-thread figures' };
   const mainWait = perSecond((s) => own(s).mainWait);
   const mainCpu = perSecond((s) => own(s).mainCpu);
