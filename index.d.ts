@@ -234,7 +234,7 @@ export interface SnapshotDetails {
    * longest loop lateness less that wait (a lower bound of what the app blocked); null where the
    * platform does not tell (Linux only).
    */
-  readonly eventloop?: Readonly<{ mainThreadCpuSeconds: number | null; mainThreadWaitSeconds: number | null; blockedOnCpuMaxSeconds: number | null }>;
+  readonly eventloop?: Readonly<{ mainThreadCpuSeconds: number | null; mainThreadWaitSeconds: number | null; blockedOnCpuMaxSeconds: number | null; processCpuSeconds: number | null }>;
   readonly threadpool?: ThreadpoolDetails | null;
   /**
    * The CPU budget (process.cpu.budget: a cgroup CPU quota or the affinity mask, whichever is

@@ -59,17 +59,18 @@ async function withLab(print, fn) {
 
 /**
  * Start an app with uvscope preloaded. Resolves once the app prints its first JSON line.
- * @param {{ app: string, env?: object, conf?: object, namespace?: boolean, spawnWith?: Function }} options
- *   spawnWith: spawn's stand-in for an app outside the namespace (a cgroup's, support/cgroup.js)
+ * spawnWith: spawn's stand-in for an app outside the namespace (a cgroup's, support/cgroup.js);
+ * cpus: the CPUs it may run on (taskset -c, e.g. '0'; without a namespace only).
+ * @param {{ app: string, env?: object, conf?: object, namespace?: boolean, spawnWith?: Function, cpus?: string }} options
  */
-async function startApp({ app, env = {}, conf = {}, namespace = true, spawnWith = spawn }) {
+async function startApp({ app, env = {}, conf = {}, namespace = true, spawnWith = spawn, cpus }) {
   const metricsPort = await freePort();
   const fullEnv = cleanEnv({ UVSCOPE_PROMETHEUS_PORT: String(metricsPort), UVSCOPE_INTERVAL_MS: '250', ...env });
   const args = ['--require', REGISTER, path.join(__dirname, 'apps', app)];
   const stdio = ['ignore', 'pipe', 'inherit'];
   const child = namespace
     ? spawnInNamespace({ resolvConf: resolvConf({ nameserver: DNS_ADDRESS, ...conf }), args, env: fullEnv, stdio })
-    : spawnWith(process.execPath, args, { env: fullEnv, stdio });
+    : cpus ? spawnWith('taskset', ['-c', cpus, process.execPath, ...args], { env: fullEnv, stdio }) : spawnWith(process.execPath, args, { env: fullEnv, stdio });
   const ready = JSON.parse(await firstLine(child, app));
   const get = async (p) => (await fetch(`http://127.0.0.1:${metricsPort}${p}`)).json();
   const page = `http://127.0.0.1:${metricsPort}/`;

@@ -3,7 +3,7 @@
 // lib/findings: snapshots become findings, claims about the app with the figures that prove them.
 //   engine.js   keeps the window of interval summaries, runs the rules, ranks what they find
 //   window.js   one summary per interval, and the helpers rules share over the window
-//   pool.js     the threadpool figures (probes, tracer jobs, busy threads)
+//   pool.js     the threadpool figures (probes, tracer jobs, busy threads) and the CPU ones (budget, waits)
 //   rule.js     what a rule declares (id, limits, docs, evaluate) and its check
 //   rules/      one file per rule
 // May import lib/core, lib/sources (their pure helpers) and lib/snapshot; nothing above.
@@ -14,6 +14,7 @@
 module.exports = Object.freeze([
   require('./rules/threadpool-saturated'),
   require('./rules/threadpool-dns-saturated'),
+  require('./rules/cpu-starved'),
   require('./rules/dns-resolver-timeout'),
   require('./rules/dns-no-cache'),
   require('./rules/dns-search-expansion'),

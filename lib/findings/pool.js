@@ -197,6 +197,22 @@ function longestRun(flags) {
 }
 
 /**
+ * The most true flags in any stretch of `span` consecutive entries of a list.
+ * @param {readonly boolean[]} flags
+ * @param {number} span
+ */
+function mostInStretch(flags, span) {
+  let best = 0;
+  let count = 0;
+  for (let i = 0; i < flags.length; i++) {
+    if (flags[i]) count++;
+    if (i >= span && flags[i - span]) count--;
+    best = Math.max(best, count);
+  }
+  return best;
+}
+
+/**
  * Mean pool threads on a CPU (computing) and ready for one (runnable) over the given intervals.
  * @param {readonly object[]} hot interval summaries with s.pool
  */
@@ -242,4 +258,82 @@ function availableCores(budget) {
   return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
 }
 
-module.exports = { typeName, summarizePool, poolWait, poolHeld, tracedJobs, longestRun, busyThreads, lookupTimes, availableCores };
+/**
+ * The CPUs this process may use: the metric process.cpu.budget where a source gives it (the
+ * cgroup's quota or the affinity mask), else the cores os.availableParallelism() counts.
+ * @param {readonly object[]} points a snapshot's points
+ * @returns {{ cpus: number, from: 'metric'|'cores' }}
+ */
+function cpuBudget(points) {
+  const p = findPoint(points, 'process.cpu.budget');
+  if (p && typeof p.value === 'number' && p.value > 0) return { cpus: p.value, from: 'metric' };
+  return { cpus: availableCores(), from: 'cores' };
+}
+
+/**
+ * What cpu-starved keeps of each sample (seconds in the interval): the main thread's time on a
+ * CPU and waiting for one (its schedstat), the whole process's CPU time, the loop's utilization
+ * and the CPU budget. Nulls where the platform does not tell.
+ * @param {{ points: readonly object[], details: any }} sample
+ */
+function cpuFigures(sample) {
+  const el = (sample.details && sample.details.eventloop) || {};
+  const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+  const elu = findPoint(sample.points, 'nodejs.eventloop.utilization');
+  const budget = cpuBudget(sample.points);
+  return {
+    mainCpu: num(el.mainThreadCpuSeconds),
+    mainWait: num(el.mainThreadWaitSeconds),
+    processCpu: num(el.processCpuSeconds),
+    utilization: elu ? num(elu.value) : null,
+    budget: budget.cpus,
+    budgetFrom: budget.from,
+  };
+}
+
+const NOT_STARVED = Object.freeze({ pool: false, loop: false });
+
+/**
+ * Whether the app's pool threads or its main thread spent a large share of this interval waiting
+ * for a CPU because of the app's own threads (cpu-starved's limits; see its docs for why these).
+ * pool (Node 22+, named pool threads): runnable threads on average, milliseconds per wait (not
+ * wake-ups), and the app's threads wanting more CPUs than the budget (by a margin, or by a larger
+ * one while the process used less than its share of the budget). loop (every major): the main
+ * thread waited a share of the interval, more than it ran, while the process used most of its CPU
+ * budget (a host busy with other work is not the app starving itself).
+ * @param {object} s an interval summary (lib/findings/window.js) with s.own['cpu-starved']
+ * @param {Readonly<Record<string, number>>} lim
+ * @returns {{ pool: boolean, loop: boolean }}
+ */
+function cpuStarved(s, lim) {
+  const c = s.own && s.own['cpu-starved'];
+  if (!c || s.startup || !(s.seconds > 0)) return NOT_STARVED;
+  const main = c.mainCpu !== null && c.mainWait !== null ? (c.mainCpu + c.mainWait) / s.seconds : 0;
+  // The app uses its CPUs: a host busy with other work leaves the app less than its budget.
+  const usesBudget = c.processCpu === null || c.processCpu / s.seconds >= lim.cpuStarvedBudgetShare * c.budget;
+  const b = s.pool && s.pool.busy;
+  // Threads wanting a CPU (on one or waiting) beyond the budget: the app's own doing when it also
+  // uses its budget, or when they are so many that no other load explains them.
+  const demand = b && b.available && typeof b.runnable === 'number' ? b.computing + b.runnable + main - c.budget : -Infinity;
+  const pool = demand >= (usesBudget ? lim.cpuStarvedDemandMargin : lim.cpuStarvedDemandAlone)
+    && b.runnable >= lim.cpuStarvedThreads
+    && (b.meanWaitSeconds || 0) >= lim.cpuStarvedWaitS;
+  const loop = usesBudget && c.processCpu !== null && c.mainWait !== null && c.mainCpu !== null
+    && c.mainWait / s.seconds >= lim.cpuStarvedLoopShare
+    && c.mainWait >= lim.cpuStarvedLoopRatio * c.mainCpu;
+  return pool || loop ? { pool, loop } : NOT_STARVED;
+}
+
+/**
+ * The share of their runnable time pool threads spent waiting for a CPU in an interval, where
+ * the kernel tells (Node 22+), else null.
+ * @param {{ available: boolean, computing?: number, runnable?: number|null }|null|undefined} busy details.threadpool.busy
+ * @returns {number|null}
+ */
+function poolCpuWaitShare(busy) {
+  if (!busy || !busy.available || typeof busy.runnable !== 'number') return null;
+  const total = (busy.computing || 0) + busy.runnable;
+  return total > 0 ? busy.runnable / total : 0;
+}
+
+module.exports = { typeName, summarizePool, poolWait, poolHeld, tracedJobs, longestRun, mostInStretch, busyThreads, lookupTimes, availableCores, cpuBudget, cpuFigures, cpuStarved, poolCpuWaitShare };

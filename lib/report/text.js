@@ -1,7 +1,8 @@
 'use strict';
 
 const { findPoint } = require('../snapshot/snapshot');
-const { typeName } = require('../findings/pool');
+const { typeName, poolCpuWaitShare } = require('../findings/pool');
+const CPU_STARVED = require('../findings/rules/cpu-starved');
 const { ms, round } = require('../core/format');
 
 /**
@@ -29,10 +30,11 @@ function formatReport(snapshot) {
   const hosts = ((snapshot.details && snapshot.details.dns && snapshot.details.dns.hosts) || [])
     .filter((h) => h.recentLookups > 0)
     .sort((a, b) => b.recentLookups * b.mean - a.recentLookups * a.mean);
-  if (hosts.length) lines.push('dns lookups (last interval: mean = waiting for a DNS slot + resolving; recent: p50, p99, standard deviation):');
+  const onThread = poolThreadText(snapshot);
+  if (hosts.length) lines.push(`dns lookups (last interval: mean = waiting for a DNS slot + ${onThread ? 'on a pool thread' : 'resolving'}; recent: p50, p99, standard deviation):`);
   for (const h of hosts.slice(0, MAX_HOSTS)) {
     const split = h.lookups > 0
-      ? `${msDns(h.seconds / h.lookups)} = ${msDns(h.queueWaitSeconds / h.lookups)} waiting for a DNS slot + ${msDns(h.resolveSeconds / h.lookups)} resolving`
+      ? `${msDns(h.seconds / h.lookups)} = ${msDns(h.queueWaitSeconds / h.lookups)} waiting for a DNS slot + ${msDns(h.resolveSeconds / h.lookups)} ${onThread || 'resolving'}`
       : 'none this interval';
     lines.push(`  ${h.name}: ${h.lookups} lookups, ${split}; recent ${h.recentLookups}: p50 ${msDns(h.p50)}, p99 ${msDns(h.p99)}, stddev ${msDns(h.stddev)}`);
   }
@@ -47,6 +49,25 @@ function formatReport(snapshot) {
 }
 
 const MAX_HOSTS = 10;
+
+/**
+ * A lookup's time after its DNS slot is its time on a pool thread, which is the resolver's only
+ * while that thread has a CPU: while pool threads wait for one (cpu-starved's per-interval test:
+ * runnable threads at milliseconds per wait), how it is worded instead, else null ("resolving").
+ * @param {{ details?: any, findings?: readonly any[] }} snapshot
+ * @returns {string|null}
+ */
+function poolThreadText(snapshot) {
+  const busy = snapshot.details && snapshot.details.threadpool && snapshot.details.threadpool.busy;
+  const share = poolCpuWaitShare(busy);
+  const lim = CPU_STARVED.limits;
+  if (share !== null && busy.runnable >= lim.cpuStarvedThreads && (busy.meanWaitSeconds || 0) >= lim.cpuStarvedWaitS) {
+    return `on a pool thread, of which pool threads spent ${Math.round(share * 100)} % waiting for a CPU`;
+  }
+  const starved = (snapshot.findings || []).some((f) => f.id === CPU_STARVED.id);
+  if (share === null && starved) return 'on a pool thread (not all resolving: the process is short of CPU, see cpu-starved; how long pool threads waited for one is not known here)';
+  return null;
+}
 
 function msDns(seconds) {
   if (seconds === null || seconds === undefined) return '-';

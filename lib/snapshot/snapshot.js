@@ -14,7 +14,7 @@
  * @typedef {object} SnapshotDetails
  * @property {import('../sources/dns/sampler').DnsDetails} [dns]
  * @property {import('../sources/connections').ConnectionsDetails} [connections]
- * @property {{ mainThreadCpuSeconds: number|null, mainThreadWaitSeconds: number|null }} [eventloop]
+ * @property {{ mainThreadCpuSeconds: number|null, mainThreadWaitSeconds: number|null, blockedOnCpuMaxSeconds?: number|null, processCpuSeconds?: number|null }} [eventloop]
  *   seconds the main thread ran on a CPU and waited for one (Linux)
  * @property {ResolverDetails} [resolver]
  */

@@ -95,6 +95,8 @@ class EventLoopSampler {
   #sched;
   /** @type {number[] | null} */
   #lastSched;
+  /** @type {NodeJS.CpuUsage | null} the process's CPU time at the interval's start */
+  #lastCpu = null;
   // The interval's longest lateness (seconds), as sample() read it; with the thread's wait for a
   // CPU it tells a loop the app blocked from one whose thread waited for a CPU (details()).
   #intervalLate = 0;
@@ -235,12 +237,16 @@ class EventLoopSampler {
       // interval: what the app blocked at least, running or in a blocking call (sync I/O,
       // Atomics.wait, execSync). A lower bound: the wait may have been outside the block.
       blockedOnCpuMaxSeconds: known ? Math.max(0, this.#intervalLate - wait) : null,
+      // CPU time of the whole process (every thread) in the interval: against the CPU budget it
+      // tells an app that uses its CPUs from one that waits for a busy host (cpu-starved).
+      processCpuSeconds: this.#lastCpu ? cpuSeconds(process.cpuUsage(this.#lastCpu)) : null,
     };
   }
 
   /** Start a new interval. */
   endInterval() {
     this.#lastSched = this.#sched ? this.#sched.read() : null;
+    this.#lastCpu = process.cpuUsage();
     this.#intervalLate = 0;
   }
 
@@ -262,6 +268,11 @@ class EventLoopSampler {
  */
 function createEventLoopSampler(options = {}) {
   return new EventLoopSampler(options);
+}
+
+/** User and system CPU time (µs) in seconds. */
+function cpuSeconds(usage) {
+  return (usage.user + usage.system) / 1e6;
 }
 
 /** A monitor's value (ns) as lateness in seconds: less what an undelayed loop reads. */

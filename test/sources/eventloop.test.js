@@ -69,6 +69,26 @@ describe('samplers/eventloop', function () {
     assert.ok(after.blockedOnCpuMaxSeconds >= 0.2 - waited - 0.03, `${after.blockedOnCpuMaxSeconds} s blocked, ${waited} s waited for a CPU`);
   });
 
+  it('processCpuSeconds: the whole process\'s CPU time in the interval (cpu-starved reads it against the CPU budget)', async () => {
+    sampler = createEventLoopSampler();
+    sampler.sample();
+    sampler.endInterval();
+    // Ground truth: the CPU time the test burns (process.cpuUsage of its own, every thread).
+    const before = process.cpuUsage();
+    block(200);
+    sampler.sample();
+    const d = sampler.details();
+    const truth = (() => {
+      const u = process.cpuUsage(before);
+      return (u.user + u.system) / 1e6;
+    })();
+    assert.ok(truth > 0.05, `the test burnt ${truth} s of CPU`);
+    // The interval began before `before` and ended just after it: at least the truth, not much more.
+    assert.ok(d.processCpuSeconds >= truth - 0.005 && d.processCpuSeconds <= truth + 0.05, `${d.processCpuSeconds} s vs ${truth} s`);
+    // It is the process's, not the main thread's only: at least what the main thread ran.
+    if (d.mainThreadCpuSeconds !== null) assert.ok(d.processCpuSeconds >= d.mainThreadCpuSeconds - 0.005, JSON.stringify(d));
+  });
+
   it('timer mode: a block that ends with the sample due and another timer due first is not lost (the reset waits for the check phase)', async () => {
     sampler = createEventLoopSampler({ mode: 'timer' });
     await sleep(100);

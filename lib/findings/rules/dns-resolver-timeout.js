@@ -2,6 +2,7 @@
 
 const { defineRule } = require('../rule');
 const { windowSeconds, aggregate } = require('../window');
+const { cpuStarved } = require('../pool');
 
 /**
  * dns-resolver-timeout: lookups that ended just after a multiple of the resolv.conf timeout (the
@@ -12,12 +13,16 @@ module.exports = defineRule({
   limits: {},
   docs: {
     means: 'a DNS query got no answer and was sent again after the resolv.conf `timeout`',
-    fires: () => 'lookups that ended just after k x the resolv.conf `timeout` (a query was lost and resent)',
+    fires: () => 'lookups that ended just after k x the resolv.conf `timeout` (a query was lost and resent); not while other work held the pool (threadpool-saturated) or the app\'s threads waited for a CPU (cpu-starved) in the window, when such a lookup may have spent that time waiting',
     impact: 'one `timeout` lost per such lookup, per second of the window',
     advice: 'cites `timeout`, `attempts` and the nameservers; lower timeout, `single-request-reopen`, a local caching resolver',
     example: 'the lab\'s `ko` incident (the first query of a name is lost): "1 lookup(s) took about a multiple of the resolv.conf timeout (5 s): a DNS query got no answer and was sent again."',
   },
   evaluate(window, lim, { resolver }) {
+    // A lookup that took about k x timeout while other work held the pool or the app's threads
+    // waited for a CPU may have spent that time waiting, not resending: no resolver claim then
+    // (threadpool-saturated and cpu-starved name the cause).
+    if (window.some((s) => s.poolHeld || cpuStarved(s, lim).pool || cpuStarved(s, lim).loop)) return null;
     const hosts = aggregate(window, (h) => h.timeouts);
     const total = hosts.reduce((a, h) => a + h.value, 0);
     if (total === 0) return null;

@@ -2,6 +2,7 @@
 
 const { defineRule } = require('../rule');
 const { windowSeconds } = require('../window');
+const { cpuStarved } = require('../pool');
 const { ms } = require('../../core/format');
 
 /**
@@ -18,12 +19,16 @@ module.exports = defineRule({
   },
   docs: {
     means: 'a hostname\'s slowest lookups take far longer than its median, and where that tail lives',
-    fires: (l) => `a host's p99 lookup is ${l.tailRatio}x its median and ${ms(l.tailExcessS)}+ above it, over ${l.tailMinLookups}+ lookups in the last 60 s`,
+    fires: (l) => `a host's p99 lookup is ${l.tailRatio}x its median and ${ms(l.tailExcessS)}+ above it, over ${l.tailMinLookups}+ lookups in the last 60 s. A tail placed at the resolver is not claimed while other work held the pool (threadpool-saturated) or the app's threads waited for a CPU (cpu-starved) in the window: a lookup's time on its thread is not the resolver's then`,
     impact: 'the tail lookups\' time above the median per second of the window; `requests`: the tail lookups',
     advice: 'names the host, p50, p99, standard deviation and where the tail lives: the resolver (no wait for a slot, loop not blocked: a node-local caching resolver, an in-process cache with TTL such as cacheable-lookup, fewer lookups, and hedging), the DNS slots (cache, pool size; no hedging) or the event loop (its callbacks waited)',
     example: 'the lab\'s `numa` incident (every 50th answer after 150 ms): "Lookups of api.numa.test take 4 ms at the median but 152 ms at p99 (standard deviation 27 ms, over 149 lookups); the tail lives in the resolver: the slowest lookups waited 0 ms for a DNS slot and the event loop was never blocked longer than 17 ms, so the time went to the answer itself."',
   },
   evaluate(window, lim) {
+    const starved = (s) => {
+      const c = cpuStarved(s, lim);
+      return c.pool || c.loop;
+    };
     const last = window[window.length - 1];
     const loopMax = Math.max(0, ...window.map((s) => s.delayMax || 0));
     const hot = (last.tails || [])
@@ -36,9 +41,11 @@ module.exports = defineRule({
         return { ...h, excess, place };
       })
       // While other work held the pool (threadpool-saturated), lookups waited for a thread that the
-      // DNS-slot replay does not see: that tail is not the resolver's, so no resolver claim (and no
-      // hedging advice) is made then; threadpool-saturated names the holder.
-      .filter((h) => h.place !== 'resolver' || !window.some((s) => s.poolHeld))
+      // DNS-slot replay does not see; while the app's threads waited for a CPU (cpu-starved), a
+      // lookup's time on its thread was partly waiting for a CPU. Either way that tail is not the
+      // resolver's, so no resolver claim (and no hedging advice) is made then; the other rule
+      // names the cause.
+      .filter((h) => h.place !== 'resolver' || !window.some((s) => s.poolHeld || starved(s)))
       .sort((a, b) => b.tail.lookups * b.excess - a.tail.lookups * a.excess);
     if (hot.length === 0) return null;
     const seconds = windowSeconds(window);
