@@ -17,8 +17,8 @@ const fs = require('fs');
 
 // Node's own CommonJS loader sets `require` to call module.require(id) on the module it compiles
 // (lib/internal/modules/helpers.js makeRequireFunction, Node 20 to 26): an own `require` on the
-// module object routes the file's require() here.
-const nodeRequire = Module.prototype.require;
+// module object routes the file's require() here. What it does not resolve goes to
+// Module.prototype.require as it is at that moment (an APM tool may have wrapped it since).
 
 /**
  * Load one of uvscope's files, and the relative requires inside the package it makes (now or
@@ -50,7 +50,7 @@ function loadFile(root, filename, parent) {
   lazyPaths(mod);
   mod.require = function require(id) {
     const target = typeof id === 'string' ? inPackage(root, mod.path, id) : null;
-    return target ? loadFile(root, target, mod) : nodeRequire.call(mod, id);
+    return target ? loadFile(root, target, mod) : Module.prototype.require.call(mod, id);
   };
   require.cache[filename] = mod;
   let done = false;

@@ -85,6 +85,23 @@ describe('the preload loads only what must precede the app\'s first line', funct
     assert.ok(out.files > 40, `${out.files} files`);
   });
 
+  it('a require hook installed after the preload (an APM tool\'s) still sees the packages and builtins uvscope loads later', async () => {
+    // Wraps Module.prototype.require after uvscope's preload, as require-in-the-middle does.
+    const r = await runNode(['--require', REGISTER, '-e', `
+      const Module = require('module');
+      const seen = new Set();
+      const original = Module.prototype.require;
+      Module.prototype.require = function (id) { seen.add(id); return original.apply(this, arguments); };
+      setTimeout(() => {
+        // v8 and http: required by the memory sampler and the endpoint, both loaded at the second phase.
+        console.log(JSON.stringify({ v8: seen.has('v8'), http: seen.has('http') }));
+        require(${JSON.stringify(ROOT)}).stop();
+      }, 50);
+    `], { env: { UVSCOPE_EXPORTERS: 'prometheus', UVSCOPE_PROMETHEUS_PORT: '0' } });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(lastJson(r.stdout), { v8: true, http: true });
+  });
+
   it('a source listed through later() is not early, reads no setting and has the name it is listed under', () => {
     const dir = path.join(ROOT, 'lib', 'sources');
     const text = fs.readFileSync(path.join(dir, 'index.js'), 'utf8');
