@@ -4,7 +4,8 @@
 // node --require uvscope/register app.js  (or --import uvscope/register, or NODE_OPTIONS).
 // In worker threads the preload does nothing: the main thread's agent owns the endpoint.
 try {
-  if (isMainThread()) require('./lib/index').preload();
+  // lib/agent/loader.js: uvscope's files without Node's per-require resolution.
+  if (isMainThread()) require('./lib/agent/loader').loadFromPackage(__dirname, 'lib/agent/start.js').preload();
 } catch (err) {
   try {
     require('./lib/core/errors').reportError('register', err);

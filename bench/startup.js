@@ -3,7 +3,7 @@
 // What preloading the agent adds to a process that does nothing: `node -r uvscope/register -e 0`
 // against `node -e 0`, alternated in one run.
 //
-//   node bench/startup.js [--runs 40] [--exporters prometheus] [--control] [--json]
+//   node bench/startup.js [--runs 40] [--exporters prometheus] [--control] [--json] [--instructions 3]
 //
 // --control adds a third variant, an empty preload file (bench/fixtures/empty-preload.js): what
 // loading any preload costs this Node, which the agent cannot go below.
@@ -14,6 +14,11 @@
 // flips every run (without, with / with, without, ...). Printed: the median of each variant, the
 // median of the per-pair differences and their interquartile range (the spread between runs).
 // Bounded: runs x 2 children of ~0.1 s each (~10 s at the defaults); a watchdog ends it at 120 s.
+//
+// --instructions N: instead, each variant N times under valgrind's callgrind (user-space
+// instructions of every thread, from exec to exit), V8's hash and random seeds fixed so a run
+// repeats within about 0.1 %: a figure that does not move with the machine's load, as CPU time
+// does. Prints the median of each variant. ~10 s a run; needs valgrind.
 
 const path = require('path');
 const { spawnSync } = require('child_process');
@@ -26,21 +31,21 @@ const EXIT_USAGE = path.join(__dirname, 'fixtures', 'exit-usage.js');
 const EMPTY = path.join(__dirname, 'fixtures', 'empty-preload.js');
 
 function parseArgs(argv) {
-  const opts = { runs: 40, exporters: 'prometheus', json: false, control: false };
+  const opts = { runs: 40, exporters: 'prometheus', json: false, control: false, instructions: 0 };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--json') { opts.json = true; continue; }
     if (argv[i] === '--control') { opts.control = true; continue; }
     if (argv[i] === '--help' || argv[i] === '-h') {
-      console.log('usage: node bench/startup.js [--runs 40] [--exporters prometheus] [--control] [--json]');
+      console.log('usage: node bench/startup.js [--runs 40] [--exporters prometheus] [--control] [--json] [--instructions 3]');
       process.exit(0);
     }
-    const m = /^--(runs|exporters)(?:=(.*))?$/.exec(argv[i]);
+    const m = /^--(runs|exporters|instructions)(?:=(.*))?$/.exec(argv[i]);
     if (!m) throw new Error(`unknown argument ${argv[i]} (try --help)`);
     const raw = m[2] !== undefined ? m[2] : argv[++i];
-    if (m[1] === 'runs') {
+    if (m[1] === 'runs' || m[1] === 'instructions') {
       const n = Number(raw);
-      if (!Number.isInteger(n) || n < 2) throw new Error(`--runs needs an integer >= 2, got ${raw}`);
-      opts.runs = n;
+      if (!Number.isInteger(n) || n < (m[1] === 'runs' ? 2 : 1)) throw new Error(`--${m[1]} needs an integer >= ${m[1] === 'runs' ? 2 : 1}, got ${raw}`);
+      opts[m[1]] = n;
     } else {
       opts.exporters = raw;
     }
@@ -99,10 +104,55 @@ function measure(opts) {
   return out;
 }
 
+/**
+ * User-space instructions of one child from exec to exit, counted by callgrind.
+ * @param {string[]} preloads
+ * @param {NodeJS.ProcessEnv} env
+ * @returns {number}
+ */
+function instructionsOnce(preloads, env) {
+  const args = ['--tool=callgrind', '--callgrind-out-file=/dev/null', process.execPath, '--hash-seed=1', '--random-seed=1'];
+  for (const p of preloads) args.push('--require', p);
+  args.push('-e', '0');
+  const r = spawnSync('valgrind', args, { env, encoding: 'utf8', timeout: 120000 });
+  const m = /Collected : (\d+)/.exec(r.stderr || '');
+  if (r.status !== 0 || !m) throw new Error(`valgrind failed (status ${r.status}): ${r.error || r.stderr}`);
+  return Number(m[1]);
+}
+
+/**
+ * --instructions: each variant N times under callgrind, in turn.
+ * @param {{ instructions: number, exporters: string, control: boolean }} opts
+ */
+function countInstructions(opts) {
+  const env = scrubEnv();
+  const withEnv = { ...env, UVSCOPE_EXPORTERS: opts.exporters, UVSCOPE_PROMETHEUS_PORT: '0' };
+  const variants = [['without', [], env], ['with', [REGISTER], withEnv]];
+  if (opts.control) variants.push(['empty preload', [EMPTY], env]);
+  const counts = variants.map(() => []);
+  for (let i = 0; i < opts.instructions; i++) variants.forEach(([, preloads, e], j) => counts[j].push(instructionsOnce(preloads, e)));
+  const medians = counts.map((c) => median(c));
+  return Object.fromEntries(variants.map(([name], j) => [name, { median: medians[j], min: Math.min(...counts[j]), max: Math.max(...counts[j]) }]));
+}
+
 function main() {
   const opts = parseArgs(process.argv.slice(2));
-  watchdog('bench/startup.js', 120000);
+  watchdog('bench/startup.js', opts.instructions ? 120000 + opts.instructions * 3 * 60000 : 120000);
   const m = machine();
+  if (opts.instructions) {
+    const r = countInstructions(opts);
+    if (opts.json) {
+      console.log(JSON.stringify({ ...m, exporters: opts.exporters, instructions: r }));
+      return;
+    }
+    console.log(`node ${m.node}; ${opts.instructions} run(s) per variant under callgrind, UVSCOPE_EXPORTERS=${opts.exporters}`);
+    const base = r.without.median;
+    for (const [name, x] of Object.entries(r)) {
+      const added = name === 'without' ? '' : `  added ${((x.median - base) / 1e6).toFixed(1)} M`;
+      console.log(`${name.padEnd(14)} ${(x.median / 1e6).toFixed(1)} M instructions (${(x.min / 1e6).toFixed(1)}..${(x.max / 1e6).toFixed(1)})${added}`);
+    }
+    return;
+  }
   const r = measure(opts);
   if (opts.json) {
     console.log(JSON.stringify({ ...m, exporters: opts.exporters, runs: opts.runs, ...r }));

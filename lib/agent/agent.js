@@ -10,11 +10,11 @@ const { createOwnIo } = require('../core/own-io');
 const channels = require('../core/channels');
 const { reportError } = require('../core/errors');
 const { injectFault } = require('../core/faults');
-const { ResolverConfig } = require('./resolver');
-const { countResources, samplePoints, collectDetails, endIntervals, errorPoints, deepFreeze } = require('./sampling');
 
 // Loaded when the agent's second phase starts (see start()), off the app's startup path.
 const lazy = {
+  get sampling() { return require('./sampling'); },
+  get resolver() { return require('./resolver'); },
   get server() { return require('../endpoint/server'); },
   get routes() { return require('../endpoint/routes'); },
   get findings() { return require('../findings/engine'); },
@@ -38,7 +38,8 @@ class Agent {
   /** @type {NodeJS.Timeout | null} */
   #timer = null;
   #closed = false;
-  #resolver = new ResolverConfig();
+  /** @type {import('./resolver').ResolverConfig | null} made in the second phase */
+  #resolver = null;
   #ownIo = createOwnIo();
   /** @type {import('../endpoint/server').AgentServer | null} */
   #server = null;
@@ -97,7 +98,7 @@ class Agent {
    */
   start({ defer = false } = {}) {
     /** @type {import('../sources').SamplerContext} */
-    const samplerContext = { options: this.#options, ownIo: this.#ownIo, resolver: () => this.#resolver.current };
+    const samplerContext = { options: this.#options, ownIo: this.#ownIo, resolver: () => (this.#resolver ? this.#resolver.current : null) };
     const samplers = new Map();
     for (const { name, early, create } of SAMPLERS) {
       if (!(typeof early === 'function' ? early(this.#options) : early)) continue;
@@ -140,12 +141,14 @@ class Agent {
    */
   sampleNow() {
     this.#startRest();
+    const { countResources, samplePoints, collectDetails, endIntervals, errorPoints, deepFreeze } = lazy.sampling;
     const samplers = this.#samplers;
     const tick = { resources: countResources() };
     const points = samplePoints(samplers, tick);
     const time = Date.now();
     const details = collectDetails(samplers);
     endIntervals(samplers);
+    if (!this.#resolver) this.#resolver = new lazy.resolver.ResolverConfig();
     this.#resolver.refresh(time);
     const resolver = this.#resolver.details();
     if (resolver) details.resolver = resolver;
@@ -189,6 +192,7 @@ class Agent {
     this.#early = null;
     this.#history = this.#safely('page', () => lazy.page.createHistory());
     this.#findings = this.#safely('findings', () => lazy.findings.createFindingsEngine({ intervalMs: this.#options.intervalMs, startTime: Date.now() }));
+    this.#resolver = new lazy.resolver.ResolverConfig();
     this.#resolver.refresh(Date.now());
     this.#server = this.#safely('server', () => this.#createServer());
     // Exporters before the other samplers: loading their libraries blocks the loop for tens of

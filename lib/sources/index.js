@@ -59,17 +59,41 @@
  */
 
 /**
+ * A source whose file loads only when the agent's second phase starts (or when its metrics are
+ * first read): for a source that is not early and reads no setting, so the preload needs nothing
+ * from it. Its file still exports `source`; test/agent/preload.test.js checks that it declares no
+ * settings, is not early and has this name.
+ * @param {string} name the name its `source` declares
+ * @param {() => { source: Source }} load requires its file
+ * @returns {Readonly<Source>}
+ */
+function later(name, load) {
+  return Object.freeze({
+    name,
+    early: false,
+    settings: Object.freeze([]),
+    get metrics() {
+      return load().source.metrics;
+    },
+    create: (ctx) => load().source.create(ctx),
+  });
+}
+
+/**
  * The sources, in the order their points appear in the snapshot and their metrics in the catalog.
+ * A source that is early or reads settings is listed by its `source` (its file loads in the
+ * preload: keep it a light declaration, as dns/index.js and threadpool/index.js are); any other
+ * through later().
  * @type {readonly Source[]}
  */
 const SAMPLERS = Object.freeze([
-  require('./resources').source,
+  later('resources', () => require('./resources')),
   require('./threadpool').source,
-  require('./eventloop').source,
+  later('eventloop', () => require('./eventloop')),
   require('./dns').source,
   require('./connections').source,
-  require('./memory').source,
-  require('./cpu').source,
+  later('memory', () => require('./memory')),
+  later('cpu', () => require('./cpu')),
 ]);
 
-module.exports = { SAMPLERS };
+module.exports = { SAMPLERS, later };

@@ -1,0 +1,120 @@
+'use strict';
+
+// What the preload loads (lib/agent/loader.js, lib/agent/start.js): only what must precede the
+// app's first line. The rest (the other samplers, the catalog, the exporters' code, findings,
+// report, endpoint) loads on the first timer tick; bench/startup.js measures what this saves.
+
+const assert = require('assert');
+const fs = require('fs');
+const path = require('path');
+const { ROOT, REGISTER, runNode, lastJson } = require('../helpers/child');
+const { SAMPLERS } = require('../../lib/sources');
+
+// Printed on exit by the app: uvscope's files in require.cache, relative to the repository, and
+// whether each came through the preload's loader (an own `require` on its module object).
+const REPORT = `
+  const root = ${JSON.stringify(ROOT + path.sep)};
+  const report = () => Object.keys(require.cache).filter((f) => f.startsWith(root) && !f.includes('node_modules'))
+    .map((f) => ({ file: f.slice(root.length).split(path.sep).join('/'), viaLoader: Object.hasOwn(require.cache[f], 'require'), real: fs.realpathSync(f) === f }));
+  const fs = require('fs');
+  const path = require('path');
+`;
+
+// Parts the preload must not load: each is needed from the first sample on, not before.
+const DEFERRED = [
+  /^exporters\/(?!index\.js$)(?!\w+\/manifest\.js$)/,
+  /^lib\/findings\//,
+  /^lib\/report\//,
+  /^lib\/endpoint\/(?!manifest\.js$)/,
+  /^lib\/snapshot\//,
+  /^lib\/index\.js$/,
+  /^lib\/agent\/(sampling|resolver)\.js$/,
+  /^lib\/sources\/(eventloop|memory|resources)\.js$/,
+  /^lib\/sources\/threadpool\/(?!index\.js$|metrics\.js$)/,
+];
+
+describe('the preload loads only what must precede the app\'s first line', function () {
+  this.timeout(30000);
+
+  // With the defaults (Prometheus). The Datadog and OTLP exporters' early work (span tags) loads
+  // their index.js in the preload; test/register.test.js checks it never loads their libraries.
+  it('`node -r uvscope/register -e` loads no exporter code, findings, report, endpoint, catalog or later source, and wraps dns.lookup', async () => {
+    const r = await runNode(['--require', REGISTER, '-e', `${REPORT}
+      const wrapped = !/cares|getaddrinfo/.test(require('dns').lookup.toString());
+      process.on('exit', () => console.log(JSON.stringify({ wrapped, files: report() })));
+    `], { env: { UVSCOPE_PROMETHEUS_PORT: '0' } });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stderr, '');
+    const { wrapped, files } = lastJson(r.stdout);
+    assert.equal(wrapped, true);
+    const names = files.map((f) => f.file);
+    for (const name of ['register.js', 'lib/agent/start.js', 'lib/agent/options.js', 'lib/sources/dns/wrapper.js', 'exporters/prometheus/manifest.js']) {
+      assert.ok(names.includes(name), `${name} is loaded: ${names.join(', ')}`);
+    }
+    const deferred = names.filter((n) => DEFERRED.some((re) => re.test(n)));
+    assert.deepEqual(deferred, [], 'loaded by the preload, though only needed from the first sample on');
+    // Every file but register.js and the loader itself came through the loader, under its real path
+    // (the key Node's own loader would use, so the app's require('uvscope') gets the same instances).
+    const notViaLoader = files.filter((f) => !f.viaLoader).map((f) => f.file);
+    assert.deepEqual(notViaLoader.sort(), ['lib/agent/loader.js', 'register.js']);
+    assert.ok(files.every((f) => f.real));
+  });
+
+  it('after the first tick, the app\'s require(\'uvscope\') gets the agent and the same modules as the preload', async () => {
+    const r = await runNode(['--require', REGISTER, '-e', `${REPORT}
+      setTimeout(() => {
+        const uvscope = require(${JSON.stringify(ROOT)});
+        const agent = uvscope.getAgent();
+        const channels = require(${JSON.stringify(path.join(ROOT, 'lib/core/channels.js'))});
+        const ok = {
+          agent: agent !== null,
+          sampled: agent.sampleNow().points.some((p) => p.name === 'nodejs.eventloop.utilization'),
+          catalog: uvscope.catalog.some((m) => m.name === 'dns.lookup.duration'),
+          sameChannels: require.cache[${JSON.stringify(path.join(ROOT, 'lib/core/channels.js'))}].exports === channels,
+          exporters: agent.exporters.map((e) => e.name),
+          files: report().length,
+        };
+        console.log(JSON.stringify(ok));
+        uvscope.stop();
+      }, 20);
+    `], { env: { UVSCOPE_EXPORTERS: 'prometheus', UVSCOPE_PROMETHEUS_PORT: '0' } });
+    assert.equal(r.code, 0, r.stderr);
+    const out = lastJson(r.stdout);
+    assert.deepEqual({ ...out, files: undefined }, { agent: true, sampled: true, catalog: true, sameChannels: true, exporters: ['prometheus'], files: undefined });
+    // Each file once: no second copy under another key.
+    assert.ok(out.files > 40, `${out.files} files`);
+  });
+
+  it('a require hook installed after the preload (an APM tool\'s) still sees the packages and builtins uvscope loads later', async () => {
+    // Wraps Module.prototype.require after uvscope's preload, as require-in-the-middle does.
+    const r = await runNode(['--require', REGISTER, '-e', `
+      const Module = require('module');
+      const seen = new Set();
+      const original = Module.prototype.require;
+      Module.prototype.require = function (id) { seen.add(id); return original.apply(this, arguments); };
+      setTimeout(() => {
+        // v8 and http: required by the memory sampler and the endpoint, both loaded at the second phase.
+        console.log(JSON.stringify({ v8: seen.has('v8'), http: seen.has('http') }));
+        require(${JSON.stringify(ROOT)}).stop();
+      }, 50);
+    `], { env: { UVSCOPE_EXPORTERS: 'prometheus', UVSCOPE_PROMETHEUS_PORT: '0' } });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(lastJson(r.stdout), { v8: true, http: true });
+  });
+
+  it('a source listed through later() is not early, reads no setting and has the name it is listed under', () => {
+    const dir = path.join(ROOT, 'lib', 'sources');
+    const text = fs.readFileSync(path.join(dir, 'index.js'), 'utf8');
+    const listed = [...text.matchAll(/later\('(\w+)', \(\) => require\('(\.\/[\w/]+)'\)\)/g)];
+    assert.ok(listed.length >= 3, 'later() sources found');
+    for (const [, name, file] of listed) {
+      const { source } = require(path.join(dir, file));
+      assert.equal(source.name, name);
+      assert.ok(!source.early, `${name} is early: list it by its source`);
+      assert.deepEqual(source.settings, [], `${name} reads settings: list it by its source`);
+      const entry = SAMPLERS.find((s) => s.name === name);
+      assert.strictEqual(entry.metrics, source.metrics);
+      assert.equal(entry.early, false);
+    }
+  });
+});
