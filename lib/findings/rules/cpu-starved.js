@@ -40,7 +40,7 @@ module.exports = defineRule({
     example: 'the lab\'s `starve` incident (zlib level 9 in short jobs for 16 clients on a pool of 4, pinned to one CPU; Node 24, on a loaded machine): "Pool threads wait for a CPU: on average 2.76 of 4 threads were ready to run but waited for one (7.4 ms per wait: threads short of a CPU, not wake-ups) while 0.56 computed, in 11 of 17 intervals; the app\'s pool and loop wanted 4.1 CPUs and it has 1 CPU (os.availableParallelism()). The CPU goes to zlib (zlib) jobs on the pool: 100 % of the time non-DNS jobs spent there, ... called from examples/incidents/apps/compress-app.js:32 while serving GET /export; ..."',
   },
   interval: cpuFigures,
-  evaluate(window, lim) {
+  evaluate(window, lim, context) {
     const flags = window.map((s) => cpuStarved(s, lim));
     const hit = flags.map((f) => f.pool || f.loop);
     // A sustained pattern: half or more of some stretch of twice that many intervals (an odd
@@ -48,7 +48,7 @@ module.exports = defineRule({
     if (mostInStretch(hit, 2 * lim.cpuStarvedIntervals) < lim.cpuStarvedIntervals) return null;
     // A CPU quota that throttled the process explains the waits (a throttled thread waits on the
     // run queue): cpu-throttled names the quota, what used the CPU and the limit that covers it.
-    if (throttled.evaluate(window, lim) !== null) return null;
+    if (throttled.evaluate(window, lim, context) !== null) return null;
     const f = figuresOf(window, window.filter((s, i) => hit[i]), window.filter((s, i) => flags[i].pool));
     return {
       summary: summaryOf(f),
