@@ -27,8 +27,8 @@
 // --warmup s of traffic (65 by default: names, connections and the DNS sampler's 60 s of recent
 // lookups at their steady size), in quiet: per sample = one agent.sampleNow() right
 // after the agent's own (kept: the snapshot and the page's and findings' entries, alive until the
-// next sample or longer); per lookup = --count lookups between two of the agent's own samples,
-// with the agent minus without (the app's own median), / --count; per request the same with
+// next sample or longer); per lookup = --count lookups (in chunks of 100, each between two of the
+// agent's own samples; a chunk another GC or an own sample spoiled is run again), with the agent minus without (the app's own median), / --count; per request the same with
 // keep-alive requests. --repeat windows each; median and range printed. Bounded: a watchdog at
 // the expected time + 2 min kills every child by pid.
 
@@ -112,14 +112,14 @@ function printCounts(without, withAgent, n) {
   console.log(`  ${'per sample'.padEnd(12)} ${range(a.sample.map((m) => m.alloc)).padEnd(30)} ${range(a.sample.map((m) => m.kept)).padEnd(30)} -`);
   for (const key of ['lookup', 'request']) {
     if (!a[key].length || !w[key].length) {
-      console.log(`  per ${key}: every window spoiled (a GC or the agent's own sample ran in it)`);
+      console.log(`  per ${key}: no complete window (chunks spoiled 5 times over)`);
       continue;
     }
     const base = (k) => median(w[key].map((m) => m[k]));
     const per = (k) => range(a[key].map((m) => (m[k] - base(k)) / n));
     console.log(`  ${`per ${key}`.padEnd(12)} ${per('alloc').padEnd(30)} ${per('kept').padEnd(30)} ${(base('alloc') / n).toFixed(0)} / ${(base('kept') / n).toFixed(0)} B`);
   }
-  if (a.spoiled || w.spoiled) console.log(`  (${a.spoiled + w.spoiled} windows dropped: another GC or the agent's own sample ran in them)`);
+  if (a.spoiled || w.spoiled) console.log(`  (${a.spoiled + w.spoiled} chunks run again: another GC or the agent's own sample ran in them)`);
 }
 
 async function main() {
