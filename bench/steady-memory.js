@@ -28,8 +28,10 @@
 // lookups at their steady size), in quiet: per sample = one agent.sampleNow() right
 // after the agent's own (kept: the snapshot and the page's and findings' entries, alive until the
 // next sample or longer); per lookup = --count lookups (in chunks of 100, each between two of the
-// agent's own samples; a chunk another GC or an own sample spoiled is run again), with the agent minus without (the app's own median), / --count; per request the same with
-// keep-alive requests. --repeat windows each; median and range printed. Bounded: a watchdog at
+// agent's own samples, less an idle window as long right after it: the agent's monitors and probes
+// allocate whether or not there are lookups; a chunk another GC or an own sample spoiled is run
+// again), with the agent minus without (the app's own median), / --count; per request the same
+// with keep-alive requests. --repeat windows each; median and range printed. Bounded: a watchdog at
 // the expected time + 2 min kills every child by pid.
 
 const fs = require('fs');
