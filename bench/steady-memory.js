@@ -130,7 +130,7 @@ async function main() {
   const namespace = support.ok;
   if (!namespace) console.log(`no private mount namespace (${support.reason}): the children look up localhost`);
   const children = new Children();
-  const bound = opts.nodes.length * ((opts.series ? opts.minutes * 60 + 20 : 0) + (opts.counts ? opts.warmup + 60 : 0)) + 120;
+  const bound = opts.nodes.length * ((opts.series ? opts.minutes * 60 + 20 : 0) + (opts.counts ? opts.warmup + 60 + 30 * opts.repeat : 0)) + 120;
   const dog = watchdog('bench/steady-memory.js', bound * 1000, () => children);
   process.once('SIGINT', () => {
     children.killAll();
@@ -152,7 +152,7 @@ async function main() {
         console.log(`\nnode ${version}: bytes the agent allocates (1 s interval), ${opts.count} events a window`);
         const env = { COUNT: String(opts.count), REPEAT: String(opts.repeat), WARMUP: String(opts.warmup) };
         const flags = ['--min-semi-space-size=64', '--max-semi-space-size=64'];
-        const run = (variant) => runChild(children, { node, variant, mode: 'count', env, flags, timeoutMs: (opts.warmup + 60) * 1000, namespace });
+        const run = (variant) => runChild(children, { node, variant, mode: 'count', env, flags, timeoutMs: (opts.warmup + 60 + 30 * opts.repeat) * 1000, namespace });
         const [without, withAgent] = await Promise.all([run(VARIANTS[0]), run(VARIANTS[1])]);
         printCounts(without, withAgent, opts.count);
       }
