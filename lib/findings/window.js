@@ -75,7 +75,7 @@ function mergeHosts(window, bucketMs) {
     return;
   }
   summary.hostsSince = prev.hostsSince;
-  const byName = new Map();
+  const byName = mergeMap;
   for (let i = 0; i < prev.hosts.length; i++) byName.set(prev.hosts[i].name, prev.hosts[i]);
   for (let i = 0; i < summary.hosts.length; i++) {
     const h = summary.hosts[i];
@@ -91,9 +91,16 @@ function mergeHosts(window, bucketMs) {
       else m[k] = h[k]; // a figure of the moment (inFlight, totalLookups, ...): the latest
     }
   }
-  summary.hosts = [...byName.values()];
+  const merged = [];
+  byName.forEach((h) => merged.push(h));
+  byName.clear();
+  summary.hosts = merged;
   prev.hosts = NO_HOSTS;
 }
+
+// mergeHosts' index by name, emptied after each use: one Map for the engine's life rather than
+// one (with a table per kept hostname) per sample.
+const mergeMap = new Map();
 
 // What the rules read of a hostname's interval, for the hostnames active in it: the window holds
 // these, merged (mergeHosts), not the snapshot's full details with callers (~20 KB per kept

@@ -10,6 +10,9 @@ const { injectFault } = require('../core/faults');
 
 // Hostnames kept per-host for keep-alive evidence.
 const MAX_HOSTS = 100;
+// The points' attributes, the same frozen objects every sample.
+const PHASE_DNS = Object.freeze({ 'nodejs.net.connect.phase': 'dns' });
+const PHASE_TCP = Object.freeze({ 'nodejs.net.connect.phase': 'tcp' });
 // Where its errors are counted and reported (lib/core/errors.js).
 const COMPONENT = 'sampler:connections';
 
@@ -42,8 +45,12 @@ class ConnectionsSampler {
   /** Also the key of its details in snapshot.details. */
   name = 'connections';
   #phases = { dns: new Histogram(CONNECT_BUCKETS), tcp: new Histogram(CONNECT_BUCKETS) };
-  /** @type {Map<string, number>} `${client}\0${reused}` -> count */
-  #requests = new Map();
+  /**
+   * Requests by client and reuse, in the order each series first counted (the points' order): one
+   * object per series for the sampler's life, so a request allocates nothing.
+   * @type {{ client: string, reused: boolean, value: number, attributes: Record<string, string> }[]}
+   */
+  #requests = [];
   /** @type {Map<string, { requests: number, newConnections: number }>} host -> figures for this interval */
   #hosts = new Map();
   /** Sockets that have carried a request: a request on one of these reuses a connection. */
@@ -81,9 +88,8 @@ class ConnectionsSampler {
   /** One request sent on `socket`: new unless the socket carried one before. */
   #count(client, socket, host) {
     const reused = this.#used.has(socket);
-    this.#used.add(socket);
-    const key = `${client}\u0000${reused}`;
-    this.#requests.set(key, (this.#requests.get(key) || 0) + 1);
+    if (!reused) this.#used.add(socket);
+    this.#seriesOf(client, reused).value++;
     this.#interval.requests++;
     if (!reused) this.#interval.newConnections++;
     if (!host) return;
@@ -94,6 +100,15 @@ class ConnectionsSampler {
     }
     h.requests++;
     if (!reused) h.newConnections++;
+  }
+
+  /** The series of (client, reused), created at its first request. */
+  #seriesOf(client, reused) {
+    const list = this.#requests;
+    for (let i = 0; i < list.length; i++) if (list[i].client === client && list[i].reused === reused) return list[i];
+    const s = { client, reused, value: 0, attributes: Object.freeze({ 'nodejs.http.client': client, 'nodejs.http.connection.reused': String(reused) }) };
+    list.push(s);
+    return s;
   }
 
   /** net.client.socket: times the socket's lookup and connect phases. */
@@ -132,13 +147,10 @@ class ConnectionsSampler {
   /** @returns {import('./index').RawPoint[]} */
   sample() {
     const out = [];
-    for (const [phase, h] of Object.entries(this.#phases)) {
-      if (h.count > 0) out.push({ name: 'nodejs.net.connect.duration', attributes: { 'nodejs.net.connect.phase': phase }, histogram: h.snapshot() });
-    }
-    for (const [key, value] of this.#requests) {
-      const [client, reused] = key.split('\u0000');
-      out.push({ name: 'nodejs.http.client.requests', attributes: { 'nodejs.http.client': client, 'nodejs.http.connection.reused': reused }, value });
-    }
+    if (this.#phases.dns.count > 0) out.push({ name: 'nodejs.net.connect.duration', attributes: PHASE_DNS, histogram: this.#phases.dns.snapshot() });
+    if (this.#phases.tcp.count > 0) out.push({ name: 'nodejs.net.connect.duration', attributes: PHASE_TCP, histogram: this.#phases.tcp.snapshot() });
+    const list = this.#requests;
+    for (let i = 0; i < list.length; i++) out.push({ name: 'nodejs.http.client.requests', attributes: list[i].attributes, value: list[i].value });
     return out;
   }
 

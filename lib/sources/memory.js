@@ -37,6 +37,7 @@ function createMemorySampler(options = {}) {
   const GC_TYPES = gcTypes(constants);
   const constrained = options.constrainedMemory || (typeof process.constrainedMemory === 'function' ? () => process.constrainedMemory() : () => undefined);
   const gc = new Map(); // type -> Histogram
+  const gcAttributes = new Map(); // type -> its points' attributes, the same frozen object every sample
   let observer = null;
   if (options.gc !== false) {
     try {
@@ -60,10 +61,14 @@ function createMemorySampler(options = {}) {
     name: 'memory',
     sample() {
       /** @type {import('./index').RawPoint[]} */
-      const out = [{ name: 'v8js.memory.heap.limit', attributes: {}, value: v8.getHeapStatistics().heap_size_limit }];
+      const out = [{ name: 'v8js.memory.heap.limit', attributes: NO_ATTRIBUTES, value: v8.getHeapStatistics().heap_size_limit }];
       const limit = containerLimit(constrained);
-      if (limit !== null) out.push({ name: 'nodejs.memory.constrained', attributes: {}, value: limit });
-      for (const [type, h] of gc) out.push({ name: 'v8js.gc.duration', attributes: { 'v8js.gc.type': type }, histogram: h.snapshot() });
+      if (limit !== null) out.push({ name: 'nodejs.memory.constrained', attributes: NO_ATTRIBUTES, value: limit });
+      gc.forEach((h, type) => {
+        let attributes = gcAttributes.get(type);
+        if (!attributes) gcAttributes.set(type, (attributes = Object.freeze({ 'v8js.gc.type': type })));
+        out.push({ name: 'v8js.gc.duration', attributes, histogram: h.snapshot() });
+      });
       return out;
     },
     close() {
@@ -71,6 +76,8 @@ function createMemorySampler(options = {}) {
     },
   };
 }
+
+const NO_ATTRIBUTES = Object.freeze({});
 
 /** The cgroup memory limit in bytes, or null when there is none. */
 function containerLimit(constrained) {

