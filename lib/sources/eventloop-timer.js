@@ -12,7 +12,8 @@
 //   block reads its full length though the timer was due only at its end; with a few, the
 //   others add their (in a quiet loop, short) time. With more wake-ups it records
 //   busy / wake-ups (the longest is at least that) and goes fine; so it does when more than one
-//   wake-up kept the loop busy over AMBIGUOUS_BUSY of the period (an upper bound too loose).
+//   wake-up (ONE_WAKEUP iterations) kept the loop busy over AMBIGUOUS_BUSY of the period (an
+//   upper bound too loose).
 // Fine turns coarse after a second with at most QUIET_WAKEUPS_PER_S wake-ups besides its own and
 // at most QUIET_BUSY of the time busy. A coarse firing counts COARSE/FINE samples (the others as
 // no lateness), so percentiles stay over time, as a fine timer's. Where Node lacks loop counts
@@ -25,6 +26,9 @@ const QUIET_WAKEUPS_PER_S = 40;
 const QUIET_BUSY = 0.1;
 const MAX_WAKEUPS = 8;
 const AMBIGUOUS_BUSY = 0.5;
+// Iterations one wake-up can take: two where a timer's callbacks end the iteration after the one
+// the loop woke in (seen on Node 24 and 26).
+const ONE_WAKEUP = 2;
 
 /** @returns {number|null} libuv loop iterations so far, null where Node does not tell */
 function loopCount(performance) {
@@ -132,7 +136,7 @@ class LoopTimer {
     this.#lastIdle = idle;
     this.#record(Math.max(late, wakeups <= MAX_WAKEUPS ? busy : busy / wakeups));
     for (let i = 1; i < this.#weight; i++) this.histogram.record(1);
-    if (wakeups > MAX_WAKEUPS || (wakeups > 1 && busy > AMBIGUOUS_BUSY * this.#periodMs)) this.#start(this.#fineMs);
+    if (wakeups > MAX_WAKEUPS || (wakeups > ONE_WAKEUP && busy > AMBIGUOUS_BUSY * this.#periodMs)) this.#start(this.#fineMs);
   }
 }
 
