@@ -2,6 +2,7 @@
 
 const { Histogram } = require('../core/histogram');
 const { metricDef, RUNTIME } = require('./metric-def');
+const { createLoopTimer, COARSE_MS } = require('./eventloop-timer');
 
 const RESOLUTION_MS = 10;
 // Linux: nanoseconds the calling thread ran on a CPU and waited on a run queue for one
@@ -16,13 +17,13 @@ const EVENTLOOP_BUCKETS = Object.freeze([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05
 /** @type {readonly import('./metric-def').MetricDef[]} */
 const METRICS = Object.freeze([
   metricDef('nodejs.eventloop.delay', 'histogram', 's', [],
-    'Event-loop delay. Mode iteration (Node 24.19+, 26.5+): how long each loop iteration ran. Mode timer: how late a 10 ms timer fired (the resolution is subtracted). See nodejs.eventloop.delay.mode; the two do not compare.',
+    'Event-loop delay. Mode iteration (Node 24.19+, 26.5+): how long each loop iteration ran. Mode timer: how late a timer fired, every 10 ms while the loop is busy, every 100 ms while it is quiet (then the longer of that and the time the loop was busy since the last firing, when it woke at most 3 times; a firing counts as 10 samples). See nodejs.eventloop.delay.mode; the two do not compare.',
     EVENTLOOP_BUCKETS, {
       ...RUNTIME,
       intervalGauges: Object.freeze(['min', 'max', 'mean', 'p50', 'p90', 'p99'].map((s) => `nodejs.eventloop.delay.${s}`)),
     }),
   metricDef('nodejs.eventloop.delay.mode', 'gauge', '1', ['nodejs.eventloop.delay.mode'],
-    'How this process samples event-loop delay (always 1; the attribute says it): iteration (one sample per loop iteration, monitorEventLoopDelay({ samplePerIteration }), Node 24.19+ and 26.5+) or timer (a 10 ms timer\'s lateness).'),
+    'How this process samples event-loop delay (always 1; the attribute says it): iteration (one sample per loop iteration, monitorEventLoopDelay({ samplePerIteration }), Node 24.19+ and 26.5+) or timer (a timer\'s lateness: 10 ms while the loop is busy, 100 ms while it is quiet).'),
   metricDef('nodejs.eventloop.delay.min', 'gauge', 's', [], 'Smallest event-loop delay in the last sampling interval.', undefined, RUNTIME),
   metricDef('nodejs.eventloop.delay.max', 'gauge', 's', [], 'Largest event-loop delay in the last sampling interval.', undefined, RUNTIME),
   metricDef('nodejs.eventloop.delay.mean', 'gauge', 's', [], 'Mean event-loop delay in the last sampling interval.', undefined, RUNTIME),
@@ -68,10 +69,11 @@ function supportsSamplePerIteration() {
  *   records how long each loop iteration ran, so a 200 ms block reads 200 ms exactly and blocks
  *   shorter than 10 ms are seen too; no timer of its own, so an idle loop costs nothing.
  *   Percentiles are over iterations, not over time.
- * - timer (older Node): the time between two firings of a repeating 10 ms timer, so an idle loop
- *   reads ~10 ms (prom-client's nodejs_eventloop_lag_* show this). uvscope subtracts the
- *   resolution and reports lateness: an idle loop reads ~0, a 200 ms block up to 200 ms. Samples
- *   are spread evenly over time.
+ * - timer (older Node): how late a repeating timer fires (lib/sources/eventloop-timer.js), every
+ *   10 ms while the loop is busy and every 100 ms while it is quiet, where a firing also reads the
+ *   time the loop was busy since the previous one, so a 100 ms block reads 100 ms in either; an
+ *   idle loop reads ~0 (prom-client's nodejs_eventloop_lag_* read the 10 ms period itself).
+ *   Samples are spread evenly over time (a coarse firing counts as ten).
  *
  * The histogram buckets are filled from the HDR histogram by rank (see countAtMost), so they are
  * exact to its 3 significant digits, without a JavaScript timer of our own.
@@ -100,26 +102,14 @@ class EventLoopSampler {
   // The interval's longest lateness (seconds), as sample() read it; with the thread's wait for a
   // CPU it tells a loop the app blocked from one whose thread waited for a CPU (details()).
   #intervalLate = 0;
-  // Timer mode: monitor.reset() also drops Node's last timestamp (Histogram::Reset), so a
-  // lateness not yet recorded at a reset is never recorded. A block that ends with the sample's
-  // timer and the monitor's both due, the sample first (another JavaScript timer was due earlier
-  // in the block), would be lost so, and so would one that starts after the sample in the same
-  // loop turn. So the reset waits for the check phase (setImmediate: after every due timer), and
-  // what happened between the read and the reset goes to the next interval: a lateness the
-  // monitor recorded meanwhile, and the time from the read to the check phase itself (the loop
-  // did not turn meanwhile: every timer due then was that late).
-  #readCount = 0;
-  #readMax = 0;
-  #readAt = 0;
-  /** @type {NodeJS.Immediate | null} */
-  #pendingReset = null;
-  #carried = 0; // nanoseconds, as the monitor records them (lateness + the resolution)
-  /** #flushReset bound once, for setImmediate. */
-  #flush = () => this.#flushReset();
+  /** @type {ReturnType<typeof createLoopTimer> | null} timer mode's clock */
+  #timer = null;
 
   /**
    * @param {object} options
-   * @param {number} [options.resolutionMs] timer mode's resolution
+   * @param {number} [options.resolutionMs] timer mode's period while the loop is busy (10)
+   * @param {number} [options.coarseMs] timer mode's period while it is quiet (100; equal to
+   *   resolutionMs: always the busy period)
    * @param {'auto'|'timer'|'iteration'} [options.mode] auto: iteration where supported
    */
   constructor(options) {
@@ -130,12 +120,16 @@ class EventLoopSampler {
     const wanted = options.mode || 'auto';
     const mode = wanted === 'timer' || !supportsSamplePerIteration() ? 'timer' : 'iteration';
     this.mode = mode;
-    this.#offsetNs = mode === 'timer' ? resolutionMs * 1e6 : 0;
-    const monitor = mode === 'timer'
-      ? monitorEventLoopDelay({ resolution: resolutionMs })
-      : monitorEventLoopDelay({ samplePerIteration: true });
-    this.#monitor = monitor;
-    monitor.enable();
+    // Timer mode records lateness itself; iteration mode records durations: nothing to subtract.
+    this.#offsetNs = 0;
+    if (mode === 'timer') {
+      this.#timer = createLoopTimer({ fineMs: resolutionMs, coarseMs: options.coarseMs || COARSE_MS });
+      this.#monitor = /** @type {any} */ (this.#timer.histogram);
+    } else {
+      this.#monitor = monitorEventLoopDelay({ samplePerIteration: true });
+      this.#monitor.enable();
+    }
+    const monitor = this.#monitor;
     // In iteration mode the first sample runs from enable() to the end of the first iteration: from
     // a preload or top-level code it holds the app's startup and the first idle wait, which are no
     // iteration. It is recorded before that iteration's check phase, so it is dropped there.
@@ -146,16 +140,9 @@ class EventLoopSampler {
     this.#lastSched = this.#sched ? this.#sched.read() : null;
   }
 
-  /** Timer mode, in the check phase after a sample: carries what came since the read, then resets. */
-  #flushReset() {
-    if (this.#pendingReset === null) return;
-    clearImmediate(this.#pendingReset);
-    this.#pendingReset = null;
-    const monitor = this.#monitor;
-    if (monitor.count > this.#readCount && monitor.max > this.#readMax) this.#carried = Math.max(this.#carried, monitor.max);
-    const sinceRead = (this.#performance.now() - this.#readAt) * 1e6;
-    if (sinceRead > this.#offsetNs) this.#carried = Math.max(this.#carried, sinceRead + this.#offsetNs);
-    monitor.reset();
+  /** Timer mode: the timer's current period in milliseconds (10 busy, 100 quiet); null in iteration mode. */
+  get timerPeriodMs() {
+    return this.#timer ? this.#timer.periodMs : null;
   }
 
   /** @returns {import('./index').RawPoint[]} */
@@ -182,42 +169,27 @@ class EventLoopSampler {
   }
 
   /**
-   * The interval's delay gauges into `out`, its samples (and any carried lateness) into the
-   * histogram; then the monitor is reset (timer mode: in the check phase, see #flushReset).
+   * The interval's delay gauges into `out`, its samples into the histogram; then the monitor is
+   * reset (timer mode keeps its own last firing, iteration mode records an iteration at its end:
+   * nothing is lost at a reset).
    * @param {import('./index').RawPoint[]} out
    */
   #sampleDelay(out) {
     const monitor = this.#monitor;
     const offsetNs = this.#offsetNs;
-    this.#flushReset();
     const n = monitor.count;
-    const carriedNs = this.#carried;
-    this.#carried = 0;
-    if (carriedNs > 0) addCarried(this.#histogram, carriedNs, offsetNs);
-    this.#intervalLate = Math.max(n > 0 ? lateness(monitor.max, offsetNs) : 0, lateness(carriedNs, offsetNs));
-    if (n > 0) {
-      out.push(
-        { name: 'nodejs.eventloop.delay.min', attributes: {}, value: lateness(monitor.min, offsetNs) },
-        { name: 'nodejs.eventloop.delay.max', attributes: {}, value: this.#intervalLate },
-        { name: 'nodejs.eventloop.delay.mean', attributes: {}, value: lateness(monitor.mean, offsetNs) },
-        { name: 'nodejs.eventloop.delay.p50', attributes: {}, value: lateness(monitor.percentile(50), offsetNs) },
-        { name: 'nodejs.eventloop.delay.p90', attributes: {}, value: lateness(monitor.percentile(90), offsetNs) },
-        { name: 'nodejs.eventloop.delay.p99', attributes: {}, value: lateness(monitor.percentile(99), offsetNs) },
-      );
-      addToBuckets(this.#histogram, monitor, n, offsetNs);
-      if (this.mode === 'iteration') {
-        // an iteration is recorded at its end, after this reset: nothing is lost
-        monitor.reset();
-      } else {
-        this.#readCount = n;
-        this.#readMax = monitor.max;
-        this.#readAt = this.#performance.now();
-        this.#pendingReset = setImmediate(this.#flush);
-        this.#pendingReset.unref();
-      }
-    } else if (carriedNs > 0) {
-      out.push({ name: 'nodejs.eventloop.delay.max', attributes: {}, value: this.#intervalLate });
-    }
+    this.#intervalLate = n > 0 ? lateness(monitor.max, offsetNs) : 0;
+    if (n === 0) return;
+    out.push(
+      { name: 'nodejs.eventloop.delay.min', attributes: {}, value: lateness(monitor.min, offsetNs) },
+      { name: 'nodejs.eventloop.delay.max', attributes: {}, value: this.#intervalLate },
+      { name: 'nodejs.eventloop.delay.mean', attributes: {}, value: lateness(monitor.mean, offsetNs) },
+      { name: 'nodejs.eventloop.delay.p50', attributes: {}, value: lateness(monitor.percentile(50), offsetNs) },
+      { name: 'nodejs.eventloop.delay.p90', attributes: {}, value: lateness(monitor.percentile(90), offsetNs) },
+      { name: 'nodejs.eventloop.delay.p99', attributes: {}, value: lateness(monitor.percentile(99), offsetNs) },
+    );
+    addToBuckets(this.#histogram, monitor, n, offsetNs);
+    monitor.reset();
   }
 
   /**
@@ -250,11 +222,10 @@ class EventLoopSampler {
     this.#intervalLate = 0;
   }
 
-  /** Stops the monitor and a pending reset, closes the schedstat file. */
+  /** Stops the monitor (or timer mode's timer), closes the schedstat file. */
   close() {
-    if (this.#pendingReset !== null) clearImmediate(this.#pendingReset);
-    this.#pendingReset = null;
-    this.#monitor.disable();
+    if (this.#timer) this.#timer.close();
+    else this.#monitor.disable();
     if (this.#sched) this.#sched.close();
   }
 }
@@ -262,7 +233,8 @@ class EventLoopSampler {
 /**
  * The event-loop sampler (see EventLoopSampler); it starts monitoring at once.
  * @param {object} [options]
- * @param {number} [options.resolutionMs] timer mode's resolution
+ * @param {number} [options.resolutionMs] timer mode's period while the loop is busy
+ * @param {number} [options.coarseMs] timer mode's period while it is quiet
  * @param {'auto'|'timer'|'iteration'} [options.mode] auto: iteration where supported
  * @returns {EventLoopSampler}
  */
@@ -351,17 +323,6 @@ function addToBuckets(histogram, monitor, n, resolutionNs) {
   histogram.count += n;
   histogram.sum += (n * Math.max(0, monitor.mean - resolutionNs)) / 1e9;
   histogram.frozen = null; // its cached snapshot (lib/core/histogram.js) is stale now
-}
-
-/** One lateness the monitor recorded after its interval was read (see flushReset), as a sample. */
-function addCarried(histogram, ns, resolutionNs) {
-  const seconds = Math.max(0, ns - resolutionNs) / 1e9;
-  let i = 0;
-  while (i < histogram.bounds.length && seconds > histogram.bounds[i]) i++;
-  histogram.counts[i] += 1;
-  histogram.count += 1;
-  histogram.sum += seconds;
-  histogram.frozen = null;
 }
 
 /**

@@ -12,8 +12,9 @@ const TASKS = '/proc/self/task';
 
 /**
  * @typedef {{ available: true, threads: number, computing: number, runnable: number|null, schedulings: number|null, meanWaitSeconds: number|null }
- *   | { available: false, reason: string }} PoolThreadsReading
- *   runnable, schedulings and meanWaitSeconds are null where schedstat is missing
+ *   | { available: false, reason: string, workers?: 0 }} PoolThreadsReading
+ *   runnable, schedulings and meanWaitSeconds are null where schedstat is missing; workers: 0
+ *   where threads are named (libuv 1.50+) and none exists yet (the pool has not started)
  */
 
 /**
@@ -74,9 +75,10 @@ class PoolThreads {
     if (cpu.size === 0) {
       this.#previous = { at, cpu };
       // The pool starts with its first job; before that no worker exists yet, named or not.
-      return { available: false, reason: Number(process.versions.uv.split('.')[0]) === 1 && Number(process.versions.uv.split('.')[1]) < 50
-        ? `libuv ${process.versions.uv} (Node ${process.versions.node.split('.')[0]}) does not name its pool threads (libuv 1.50+, Node 22+ does)`
-        : 'no libuv-worker thread yet (the pool starts with its first job)' };
+      if (Number(process.versions.uv.split('.')[0]) === 1 && Number(process.versions.uv.split('.')[1]) < 50) {
+        return { available: false, reason: `libuv ${process.versions.uv} (Node ${process.versions.node.split('.')[0]}) does not name its pool threads (libuv 1.50+, Node 22+ does)` };
+      }
+      return { available: false, reason: 'no libuv-worker thread yet (the pool starts with its first job)', workers: 0 };
     }
     const previous = this.#previous;
     this.#previous = { at, cpu };

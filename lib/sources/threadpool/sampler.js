@@ -13,12 +13,20 @@ const { createPoolThreads } = require('./pool-threads');
 // there; fs.promises.readFile on recent Node reads through FSReqPromise only between chunks.
 const DNS_TYPES = Object.freeze(['GetAddrInfoReqWrap', 'GetNameInfoReqWrap']);
 const FS_TYPES = Object.freeze(['FSReqCallback', 'FSReqPromise']);
+// A probe that waited this long says the pool is contended: probe again at the next sample.
+const CONTENDED_WAIT_S = 0.005;
+// Busy pool threads (mean threads computing or runnable) above which the pool has work; a probe's
+// own job is a fraction of a millisecond a second.
+const BUSY_THREADS = 0.05;
 
 /**
  * Threadpool size, DNS slots, pending and queued work, and queue wait measured by probes.
  *
  * Probes run one at a time per queue, launched right after a sample, so a sample sees the
- * probe only when it is stuck (and says so in uvscope.probe.in_flight). The size is read from
+ * probe only when it is stuck (and says so in uvscope.probe.in_flight). They run only when the
+ * pool may make them wait (see probesDue): a probe of an idle pool reads no wait and costs a
+ * pool job and a loop wake-up each (the dns one, a getaddrinfo, most of an idle agent's
+ * threadpool cost). The size is read from
  * UV_THREADPOOL_SIZE at the first sample, after the app's top-level code may have set it, and the
  * first probe (which starts the pool) comes after that read, so the agent never fixes the pool
  * size before the app does.
@@ -36,7 +44,11 @@ const FS_TYPES = Object.freeze(['FSReqCallback', 'FSReqPromise']);
 function createThreadpoolSampler(options = {}) {
   const lookup = options.lookup || require('dns').lookup;
   const probeHostname = options.probeHostname || 'localhost';
-  const randomFill = options.randomFill || loadRandomFill();
+  // crypto loads with the first work probe, not with the agent: loading it costs an app that does
+  // not use it 2.4 MB of RSS (OpenSSL; Node 20), and an idle pool is not probed where busy
+  // threads can be read. A Node built without crypto has no work probe.
+  let randomFill = options.randomFill || null;
+  const hasRandomFill = Boolean(randomFill || process.versions.openssl);
   let size;
   let dnsSlots;
   let closed = false;
@@ -46,7 +58,7 @@ function createThreadpoolSampler(options = {}) {
 
   const probes = {
     dns: createProbe('probe:dns', (done) => lookup(probeHostname, { family: 4 }, done)),
-    work: randomFill ? createProbe('probe:work', (done) => randomFill(Buffer.allocUnsafe(1), done)) : null,
+    work: hasRandomFill ? createProbe('probe:work', (done) => (randomFill || (randomFill = require('crypto').randomFill))(Buffer.allocUnsafe(1), done)) : null,
   };
 
   return {
@@ -75,9 +87,12 @@ function createThreadpoolSampler(options = {}) {
       // Launched once the whole sample is done: an exporter that loads its library at the first
       // sample (the standalone OTLP SDK: 100s of ms on a busy machine) must not be taken for a
       // wait of the pool.
-      if (!closed) {
+      const due = probesDue(pending, busy, waitSeconds);
+      if (!closed && (due.dns || due.work)) {
         setImmediate(() => {
-          if (!closed) for (const probe of Object.values(probes)) if (probe) tracer.untraced(() => probe.launch());
+          if (closed) return;
+          if (due.dns) tracer.untraced(() => probes.dns.launch());
+          if (due.work && probes.work) tracer.untraced(() => probes.work.launch());
         });
       }
       return out;
@@ -93,6 +108,28 @@ function createThreadpoolSampler(options = {}) {
       tracer.close();
     },
   };
+}
+
+/**
+ * Which probes are worth launching after this sample. Both while the pool has work: jobs Node
+ * lists are pending, the last probes waited, or pool threads were busy. The dns probe (a
+ * getaddrinfo) only then: every job that takes a DNS slot is one Node lists
+ * (GetAddrInfoReqWrap, GetNameInfoReqWrap), and a pool full of other work shows in the work
+ * probe's wait first. Where busy threads cannot be read (libuv before 1.50 does not name them:
+ * Node 20) the work probe (a 1-byte randomFill) still runs at every sample, as work Node does not
+ * list (crypto, zlib, addons) can fill the pool. A pool that has not started (named threads, none
+ * yet) has no queue: the agent does not start it.
+ * @param {Record<string, number>} pending
+ * @param {object} busy a pool-threads reading
+ * @param {number} waitSeconds the interval's longest probe wait (or a stuck probe's)
+ * @returns {{ dns: boolean, work: boolean }}
+ */
+function probesDue(pending, busy, waitSeconds) {
+  let listed = false;
+  for (const kind in pending) if (pending[kind] > 0) listed = true;
+  const busyThreads = busy.available && busy.computing + (busy.runnable || 0) >= BUSY_THREADS;
+  if (listed || waitSeconds >= CONTENDED_WAIT_S || busyThreads) return { dns: true, work: true };
+  return { dns: false, work: !busy.available && busy.workers !== 0 };
 }
 
 /**
@@ -216,12 +253,4 @@ function sum(counts, types) {
   return n;
 }
 
-function loadRandomFill() {
-  try {
-    return require('crypto').randomFill;
-  } catch {
-    return null; // Node built without crypto: no work-queue probe.
-  }
-}
-
-module.exports = { createThreadpoolSampler, DNS_TYPES, FS_TYPES };
+module.exports = { createThreadpoolSampler, DNS_TYPES, FS_TYPES, _internal: { probesDue } };

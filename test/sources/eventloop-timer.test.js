@@ -1,0 +1,83 @@
+'use strict';
+
+// Timer mode's adaptive timer (lib/sources/eventloop-timer.js): 100 ms firings while the loop is
+// quiet, 10 ms while it is busy, and a blocked loop of 100 ms seen in full in both.
+
+const assert = require('node:assert/strict');
+const { performance } = require('perf_hooks');
+const { createEventLoopSampler } = require('../../lib/sources/eventloop');
+
+const value = (points, name) => (points.find((p) => p.name === name) || {}).value;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// Ground truth: the main thread blocked for exactly ms (it sleeps, so a loaded machine cannot
+// stretch it the way it stretches a busy loop).
+const blockFor = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+const hasLoopCount = () => Boolean(performance.nodeTiming.uvMetricsInfo);
+
+describe('samplers/eventloop: timer mode, quiet and busy periods', function () {
+  this.timeout(20000);
+  let sampler;
+  let busy;
+  afterEach(() => {
+    if (busy) clearInterval(busy);
+    busy = null;
+    if (sampler) sampler.close();
+    sampler = null;
+  });
+
+  it('quiet: fires every 100 ms, reads near zero, and a 100 ms block reads 100 ms wherever it falls between two firings', async function () {
+    if (!hasLoopCount()) this.skip(); // Node before 20.18: always 10 ms
+    sampler = createEventLoopSampler({ mode: 'timer' });
+    assert.equal(sampler.timerPeriodMs, 100);
+    await sleep(350);
+    const idle = sampler.sample();
+    assert.ok(value(idle, 'nodejs.eventloop.delay.max') < 0.02, `idle max ${value(idle, 'nodejs.eventloop.delay.max')}`);
+    assert.ok(value(idle, 'nodejs.eventloop.delay.p90') < 0.005);
+    // Blocks starting 5, 40 and 75 ms into a sleep: the timer's firing falls early, in the middle
+    // or late in them; a timer's lateness alone would read 100 ms less its wait for the firing.
+    for (const offset of [5, 40, 75]) {
+      sampler.sample();
+      await sleep(offset);
+      blockFor(100);
+      await sleep(220); // the firing after the block, and one more
+      const points = sampler.sample();
+      const max = value(points, 'nodejs.eventloop.delay.max');
+      assert.ok(max >= 0.095 && max < 0.2, `block at +${offset} ms read ${max} s`);
+      const h = points.find((p) => p.name === 'nodejs.eventloop.delay').histogram;
+      assert.ok(h.counts.slice(h.bounds.indexOf(0.05) + 1).reduce((a, c) => a + c, 0) >= 1);
+      assert.equal(sampler.timerPeriodMs, 100, 'one block is no reason to fire every 10 ms');
+    }
+    const after = sampler.sample();
+    assert.ok(!(value(after, 'nodejs.eventloop.delay.max') > 0.02), 'the block is counted once');
+  });
+
+  it('busy: a loop woken every 2 ms turns it to 10 ms, a 100 ms block still reads ~100 ms, and quiet again turns it back', async function () {
+    if (!hasLoopCount()) this.skip();
+    sampler = createEventLoopSampler({ mode: 'timer' });
+    let wakeups = 0;
+    busy = setInterval(() => wakeups++, 2);
+    await sleep(300);
+    assert.equal(sampler.timerPeriodMs, 10, `${wakeups} wake-ups and still ${sampler.timerPeriodMs} ms`);
+    sampler.sample();
+    await sleep(37);
+    blockFor(100);
+    await sleep(50);
+    const max = value(sampler.sample(), 'nodejs.eventloop.delay.max');
+    // A 10 ms timer's lateness: the block less up to one period.
+    assert.ok(max >= 0.085 && max < 0.2, `busy loop, block read ${max} s`);
+    clearInterval(busy);
+    busy = null;
+    const until = Date.now() + 5000;
+    while (sampler.timerPeriodMs !== 100 && Date.now() < until) await sleep(100);
+    assert.equal(sampler.timerPeriodMs, 100, 'quiet again for a second: 100 ms');
+  });
+
+  it('coarseMs equal to the resolution keeps the 10 ms timer (the old behaviour)', async () => {
+    sampler = createEventLoopSampler({ mode: 'timer', coarseMs: 10 });
+    await sleep(1200);
+    assert.equal(sampler.timerPeriodMs, 10);
+    const points = sampler.sample();
+    const h = points.find((p) => p.name === 'nodejs.eventloop.delay').histogram;
+    assert.ok(h.count >= 60 && h.count <= 125, `${h.count} firings in 1.2 s`);
+  });
+});
