@@ -2,7 +2,6 @@
 
 // The member's side: a process that found the port held pushes its snapshots to the holder.
 
-const crypto = require('crypto');
 const { warnOnce, countError } = require('../../core/errors');
 const { WARNINGS } = require('../../core/warnings');
 const { createOwnAgent } = require('../../core/own-io');
@@ -40,7 +39,7 @@ class Member {
   #connectHost;
   #http = require('http');
   #agent;
-  #instance = crypto.randomUUID();
+  #instance = require('crypto').randomUUID(); // loaded only by a member: crypto costs MBs of RSS
   #timeoutMs;
   #identity = null;
   /** @type {Promise<void> | null} */
