@@ -3,7 +3,8 @@
 // Differential check of the findings engine: the same sample sequences through the engine of a
 // base commit and through the working tree's, every evaluate's output compared (findings,
 // summaries, evidence, advice, impact, order). The sequences: the samples the findings tests
-// feed the engine (fixtures/recorded-samples.json), as recorded and recombined at random with
+// feed the engine (fixtures/recorded-samples.json) and an agent's in bench/fixtures/steady-app.js
+// at 1 s and 100 ms (fixtures/steady-app-samples.json), as recorded and recombined at random with
 // numbers perturbed, hostnames renamed, connections and DNS tails added, at 100 ms, 1 s and 5 s.
 //
 //   node test/findings/differential.js [--base <commit>] [--runs N] [--seed S]
@@ -139,7 +140,8 @@ function main() {
   const base = arg('--base', 'HEAD');
   const runs = Number(arg('--runs', 2000));
   const seed0 = Number(arg('--seed', 1));
-  const recorded = JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', 'recorded-samples.json'), 'utf8'));
+  const recorded = ['recorded-samples.json', 'steady-app-samples.json']
+    .flatMap((f) => JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', f), 'utf8')));
   const all = recorded.flatMap((r) => r.samples);
   const old = baseEngine(base);
   const now = require(path.join(ROOT, 'lib', 'findings', 'engine')).createFindingsEngine;
