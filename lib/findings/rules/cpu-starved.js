@@ -198,7 +198,8 @@ function isStarved(s, lim) {
   return c.pool || c.loop;
 }
 
-// mostInStretch of the starved flags, without the list.
+// The most starved intervals in any stretch of `span` consecutive ones, in a loop that allocates
+// nothing.
 function starvedInStretch(window, lim, span) {
   let best = 0;
   let count = 0;
