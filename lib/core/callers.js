@@ -9,6 +9,20 @@ const OWN = [path.join(ROOT, 'lib') + path.sep, path.join(ROOT, 'exporters') + p
 // (a span processor runs inside tracer.startSpan): frames there are not the caller.
 const INSTRUMENTATION = /[\\/]node_modules[\\/](dd-trace|dc-polyfill|@datadog[\\/][^\\/]+|@opentelemetry[\\/](?:instrumentation[^\\/]*|sdk-trace[^\\/]*|api)|require-in-the-middle|import-in-the-middle|shimmer)[\\/]/;
 
+// A caller per file and line, as described() gives it, so that a capture makes no strings once
+// its call site has been seen: file name as V8 gives it -> null (not the app's: Node's internals,
+// uvscope, instrumentation) or Map(line -> caller). Bounded; emptied when the cwd changes, since
+// the file:line form is relative to it.
+const described = new Map();
+const MAX_FILES = 1000;
+const MAX_LINES = 1000;
+let describedCwd = null;
+// A stack of this many frames is captured first; only when none of them is the app's and the
+// stack went deeper is it captured again with CAPTURE_DEEP frames (tracers' wrappers add frames
+// before the app's). Either way the first app frame of the deep stack is the one found.
+const CAPTURE_FIRST = 10;
+const CAPTURE_DEEP = 40;
+
 /**
  * The app's call site of the current call: the first stack frame outside Node's internals,
  * uvscope and tracers' instrumentation (dd-trace, OpenTelemetry instrumentations), reduced to its
@@ -17,31 +31,70 @@ const INSTRUMENTATION = /[\\/]node_modules[\\/](dd-trace|dc-polyfill|@datadog[\\
  * @returns {string} e.g. 'hot-shots', 'src/client.js:42', or '(unknown)'
  */
 function captureCaller() {
-  const holder = {};
   const limit = Error.stackTraceLimit;
   const prepare = Error.prepareStackTrace;
   try {
-    Error.stackTraceLimit = 40; // tracers' wrappers add frames before the app's
     // Structured call sites for this one capture only; the app's own prepareStackTrace (source
     // maps, say) is put back before anything else runs.
-    Error.prepareStackTrace = (_, frames) => frames;
-    Error.captureStackTrace(holder, captureCaller);
-    const frames = holder.stack;
-    if (!Array.isArray(frames)) return '(unknown)';
-    for (const frame of frames) {
-      const file = frame.getFileName();
-      if (!file || file.startsWith('node:') || !file.includes('/') && !file.includes('\\')) continue;
-      const filePath = file.startsWith('file://') ? safeFileURLToPath(file) : file;
-      if (OWN.some((own) => filePath.startsWith(own)) || INSTRUMENTATION.test(filePath)) continue;
-      return describe(filePath, frame.getLineNumber());
+    Error.prepareStackTrace = callSites;
+    const cwd = process.cwd();
+    if (cwd !== describedCwd) {
+      described.clear();
+      describedCwd = cwd;
     }
-    return '(unknown)';
+    let found = firstAppFrame(CAPTURE_FIRST);
+    if (found === undefined) found = firstAppFrame(CAPTURE_DEEP);
+    return typeof found === 'string' ? found : '(unknown)';
   } catch {
     return '(unknown)';
   } finally {
     Error.prepareStackTrace = prepare;
     Error.stackTraceLimit = limit;
   }
+}
+
+function callSites(_, frames) {
+  return frames;
+}
+
+// The caller in a stack of at most `depth` frames; undefined when the stack may go deeper than
+// that without one, null when it holds none.
+function firstAppFrame(depth) {
+  const holder = {};
+  Error.stackTraceLimit = depth;
+  Error.captureStackTrace(holder, captureCaller);
+  const frames = holder.stack;
+  if (!Array.isArray(frames)) return null;
+  for (let i = 0; i < frames.length; i++) {
+    const file = frames[i].getFileName();
+    if (!file) continue;
+    let lines = described.get(file);
+    if (lines === undefined) {
+      if (described.size >= MAX_FILES) described.clear();
+      described.set(file, (lines = isAppFile(file) ? new Map() : null));
+    }
+    if (lines === null) continue;
+    const line = frames[i].getLineNumber();
+    let caller = lines.get(line);
+    if (caller === undefined) {
+      caller = describe(toPath(file), line);
+      if (lines.size < MAX_LINES) lines.set(line, caller);
+    }
+    return caller;
+  }
+  return frames.length >= depth && depth < CAPTURE_DEEP ? undefined : null;
+}
+
+// Whether a file (as V8 names it) is the app's: not Node's internals, uvscope or instrumentation.
+function isAppFile(file) {
+  if (file.startsWith('node:') || !file.includes('/') && !file.includes('\\')) return false;
+  const filePath = toPath(file);
+  for (let i = 0; i < OWN.length; i++) if (filePath.startsWith(OWN[i])) return false;
+  return !INSTRUMENTATION.test(filePath);
+}
+
+function toPath(file) {
+  return file.startsWith('file://') ? safeFileURLToPath(file) : file;
 }
 
 /**

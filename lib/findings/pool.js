@@ -183,36 +183,6 @@ function tracedJobs(window) {
 }
 
 /**
- * The longest run of true in a list.
- * @param {readonly boolean[]} flags
- */
-function longestRun(flags) {
-  let best = 0;
-  let run = 0;
-  for (const f of flags) {
-    run = f ? run + 1 : 0;
-    best = Math.max(best, run);
-  }
-  return best;
-}
-
-/**
- * The most true flags in any stretch of `span` consecutive entries of a list.
- * @param {readonly boolean[]} flags
- * @param {number} span
- */
-function mostInStretch(flags, span) {
-  let best = 0;
-  let count = 0;
-  for (let i = 0; i < flags.length; i++) {
-    if (flags[i]) count++;
-    if (i >= span && flags[i - span]) count--;
-    best = Math.max(best, count);
-  }
-  return best;
-}
-
-/**
  * Mean pool threads on a CPU (computing) and ready for one (runnable) over the given intervals.
  * @param {readonly object[]} hot interval summaries with s.pool
  */
@@ -336,4 +306,4 @@ function poolCpuWaitShare(busy) {
   return total > 0 ? busy.runnable / total : 0;
 }
 
-module.exports = { typeName, summarizePool, poolWait, poolHeld, tracedJobs, longestRun, mostInStretch, busyThreads, lookupTimes, availableCores, cpuBudget, cpuFigures, cpuStarved, poolCpuWaitShare };
+module.exports = { typeName, summarizePool, poolWait, poolHeld, tracedJobs, busyThreads, lookupTimes, availableCores, cpuBudget, cpuFigures, cpuStarved, poolCpuWaitShare };

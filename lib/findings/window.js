@@ -175,8 +175,9 @@ function blockedInInterval(s, lim) {
  * @param {(s: object) => boolean} [pick]
  */
 function windowSeconds(window, pick) {
-  const kept = pick ? window.filter(pick) : window;
-  return Math.max(0.001, kept.reduce((a, s) => a + (s.seconds || 0), 0));
+  let sum = 0;
+  for (let i = 0; i < window.length; i++) if (!pick || pick(window[i])) sum += window[i].seconds || 0;
+  return Math.max(0.001, sum);
 }
 
 /**

@@ -48,4 +48,32 @@ describe('callers', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('finds the app frame past up to 40 frames of instrumentation, the same at every depth and after a chdir', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'uvscope-callers-'));
+    try {
+      fs.mkdirSync(path.join(dir, 'node_modules', 'dd-trace'), { recursive: true });
+      fs.writeFileSync(path.join(dir, 'node_modules', 'dd-trace', 'index.js'), 'module.exports = function wrap(n, f) { return n === 0 ? f() : wrap(n - 1, f); };');
+      fs.mkdirSync(path.join(dir, 'sub'));
+      // wrap(d) puts d + 1 dd-trace frames between captureCaller and app.js's line 5.
+      fs.writeFileSync(path.join(dir, 'app.js'), `
+        const { captureCaller } = require(${JSON.stringify(path.join(ROOT, 'lib', 'core', 'callers.js'))});
+        const wrap = require('dd-trace');
+        const out = [];
+        const at = (d) => wrap(d, captureCaller);
+        for (let d = 0; d < 45; d++) out.push(at(d), at(d));
+        process.chdir('sub');
+        out.push(at(0));
+        console.log(JSON.stringify(out));
+      `);
+      const r = await runNode([path.join(dir, 'app.js')], { cwd: dir });
+      assert.equal(r.code, 0, r.stderr);
+      const out = lastJson(r.stdout);
+      // 40 frames are captured: the app's frame is the 40th at d = 38 (39 wrapper frames before it).
+      for (let d = 0; d < 45; d++) assert.deepEqual(out.slice(2 * d, 2 * d + 2), d <= 38 ? ['app.js:5', 'app.js:5'] : ['(unknown)', '(unknown)'], `depth ${d}`);
+      assert.equal(out[90], path.join(fs.realpathSync(dir), 'app.js') + ':5'); // outside the cwd: the whole path
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

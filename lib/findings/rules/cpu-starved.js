@@ -3,7 +3,7 @@
 const { defineRule } = require('../rule');
 const throttled = require('./cpu-throttled');
 const { windowSeconds } = require('../window');
-const { typeName, tracedJobs, mostInStretch, cpuFigures, cpuStarved } = require('../pool');
+const { typeName, tracedJobs, cpuFigures, cpuStarved } = require('../pool');
 const { ms, pct, round } = require('../../core/format');
 
 // What lowers each kind's CPU on the pool, for the advice.
@@ -41,11 +41,12 @@ module.exports = defineRule({
   },
   interval: cpuFigures,
   evaluate(window, lim, context) {
+    // A sustained pattern: half or more of some stretch of twice that many intervals (an odd
+    // interval, when another process took the CPU for a moment, does not break it). This gate
+    // runs every sample, a loop that allocates nothing; the figures only once it passes.
+    if (starvedInStretch(window, lim, 2 * lim.cpuStarvedIntervals) < lim.cpuStarvedIntervals) return null;
     const flags = window.map((s) => cpuStarved(s, lim));
     const hit = flags.map((f) => f.pool || f.loop);
-    // A sustained pattern: half or more of some stretch of twice that many intervals (an odd
-    // interval, when another process took the CPU for a moment, does not break it).
-    if (mostInStretch(hit, 2 * lim.cpuStarvedIntervals) < lim.cpuStarvedIntervals) return null;
     // A CPU quota that throttled the process explains the waits (a throttled thread waits on the
     // run queue): cpu-throttled names the quota, what used the CPU and the limit that covers it.
     if (throttled.evaluate(window, lim, context) !== null) return null;
@@ -190,4 +191,22 @@ function adviceOf(f) {
   out.push(`Or give the app more CPU: ${f.demand !== null ? `its pool and loop wanted ${round(f.demand, 1)} CPUs` : `the process used ${f.processCpu !== null ? round(f.processCpu, 2) : 'all'} of its CPUs`} and it has ${budgetText(f)}.`);
   if (!f.pool.available) out.push(`Pool threads' own waits for a CPU are not known here (${f.pool.reason}); on Node 22+ uvscope reads them per thread and tells pool jobs from the other threads.`);
   return out;
+}
+
+function isStarved(s, lim) {
+  const c = cpuStarved(s, lim);
+  return c.pool || c.loop;
+}
+
+// The most starved intervals in any stretch of `span` consecutive ones, in a loop that allocates
+// nothing.
+function starvedInStretch(window, lim, span) {
+  let best = 0;
+  let count = 0;
+  for (let i = 0; i < window.length; i++) {
+    if (isStarved(window[i], lim)) count++;
+    if (i >= span && isStarved(window[i - span], lim)) count--;
+    if (count > best) best = count;
+  }
+  return best;
 }

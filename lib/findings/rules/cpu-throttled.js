@@ -52,13 +52,23 @@ module.exports = defineRule({
     };
   },
   evaluate(window, lim) {
-    const kept = window.filter((s) => s.own['cpu-throttled']);
-    if (kept.length < 2) return null;
-    const first = kept[0].own['cpu-throttled'];
-    const last = kept[kept.length - 1].own['cpu-throttled'];
+    // The gate, every sample: the first and the last intervals with cgroup figures, found in a
+    // loop that allocates nothing; the figures only once the quota throttled.
+    let first = null;
+    let last = null;
+    let count = 0;
+    for (let i = 0; i < window.length; i++) {
+      const o = window[i].own['cpu-throttled'];
+      if (!o) continue;
+      if (first === null) first = o;
+      last = o;
+      count++;
+    }
+    if (count < 2) return null;
     const periods = last.periods - first.periods;
     const throttled = last.throttledPeriods - first.throttledPeriods;
     if (periods < lim.cpuThrottledMinPeriods || throttled < lim.cpuThrottledShare * periods) return null;
+    const kept = window.filter((s) => s.own['cpu-throttled']);
     const after = kept.slice(1); // the intervals the deltas cover
     const seconds = Math.max(0.001, (kept[kept.length - 1].time - kept[0].time) / 1000);
     const f = figures(after, seconds, first, last, periods, throttled);

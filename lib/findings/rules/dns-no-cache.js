@@ -26,7 +26,8 @@ module.exports = defineRule({
   },
   evaluate(window, lim, { callersOf }) {
     const seconds = windowSeconds(window);
-    const heldIntervals = window.filter((s) => s.poolHeld).length;
+    let heldIntervals = 0;
+    for (let i = 0; i < window.length; i++) if (window[i].poolHeld) heldIntervals++;
     // While other work held the pool in the window, the lookups' time is that work's doing
     // (threadpool-saturated names it); the probe sees the hold only when it completes, so intervals
     // just before it count too: no caching claim then.
@@ -69,12 +70,15 @@ module.exports = defineRule({
 
 // Per-name sums, reused from sample to sample (grown as needed): lookups, seconds, queue wait.
 let scratch = new Float64Array(3 * 128);
+// A name's slot in scratch, emptied after each use: one Map for the engine's life.
+const slotOf = new Map();
+const NONE = Object.freeze([]);
 
 // The names over the limits, costliest first. Totals per name go to a scratch array first, and
 // an object is made only for the names that cross the limits: this runs every sample over every
 // kept name. Index loops: in V8's interpreter for...of makes an iterator result per entry.
 function repeatedNames(window, lim, seconds) {
-  const slotOf = new Map();
+  slotOf.clear();
   let totals = scratch;
   for (let w = 0; w < window.length; w++) {
     const hosts = window[w].hosts;
@@ -96,14 +100,19 @@ function repeatedNames(window, lim, seconds) {
       totals[3 * k + 2] += h.noCacheQueueWait || 0;
     }
   }
-  const crosses = (k) => totals[3 * k] >= lim.noCacheMinLookups
-    && (totals[3 * k + 1] / seconds >= lim.noCacheSecondsPerSecond || totals[3 * k + 2] / seconds >= lim.noCacheQueueWaitPerSecond);
+  // The gate: most samples no name crosses, and nothing more is built.
+  let any = false;
+  for (let k = 0; k < slotOf.size && !any; k++) any = crosses(totals, k, lim, seconds);
+  if (!any) {
+    slotOf.clear();
+    return NONE;
+  }
   const byName = new Map();
   for (let w = 0; w < window.length; w++) {
     const hosts = window[w].hosts;
     for (let i = 0; i < hosts.length; i++) {
       const h = hosts[i];
-      if (h.name === '_other' || !crosses(slotOf.get(h.name))) continue;
+      if (h.name === '_other' || !crosses(totals, slotOf.get(h.name), lim, seconds)) continue;
       let t = byName.get(h.name);
       if (!t) byName.set(h.name, (t = { name: h.name, lookups: 0, intervals: 0, seconds: 0, queueWaitSeconds: 0, duplicates: 0, maxInFlight: 0 }));
       t.lookups += h.lookups;
@@ -114,8 +123,15 @@ function repeatedNames(window, lim, seconds) {
       t.maxInFlight = Math.max(t.maxInFlight, h.maxInFlight);
     }
   }
+  slotOf.clear();
   return [...byName.values()]
     .filter((h) => h.lookups >= lim.noCacheMinLookups && h.intervals >= lim.noCacheIntervals
       && (h.seconds / seconds >= lim.noCacheSecondsPerSecond || h.queueWaitSeconds / seconds >= lim.noCacheQueueWaitPerSecond))
     .sort((a, b) => b.seconds - a.seconds);
+}
+
+// A name's totals (slot k) cross the limits: enough lookups that kept callers waiting.
+function crosses(totals, k, lim, seconds) {
+  return totals[3 * k] >= lim.noCacheMinLookups
+    && (totals[3 * k + 1] / seconds >= lim.noCacheSecondsPerSecond || totals[3 * k + 2] / seconds >= lim.noCacheQueueWaitPerSecond);
 }

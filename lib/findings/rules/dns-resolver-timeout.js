@@ -22,6 +22,8 @@ module.exports = defineRule({
     // A lookup that took about k x timeout while other work held the pool or the app's threads
     // waited for a CPU may have spent that time waiting, not resending: no resolver claim then
     // (threadpool-saturated and cpu-starved name the cause).
+    // The gate, every sample: any timed-out lookup in the window, in a loop that allocates nothing.
+    if (!anyTimeouts(window)) return null;
     if (window.some((s) => s.poolHeld || cpuStarved(s, lim).pool || cpuStarved(s, lim).loop)) return null;
     const hosts = aggregate(window, (h) => h.timeouts);
     const total = hosts.reduce((a, h) => a + h.value, 0);
@@ -46,3 +48,12 @@ module.exports = defineRule({
     };
   },
 });
+
+// Whether a hostname had a lookup time out in the window (aggregate counts the truthy ones).
+function anyTimeouts(window) {
+  for (let w = 0; w < window.length; w++) {
+    const hosts = window[w].hosts;
+    for (let i = 0; i < hosts.length; i++) if (hosts[i].timeouts) return true;
+  }
+  return false;
+}

@@ -30,9 +30,11 @@ module.exports = defineRule({
       return c.pool || c.loop;
     };
     const last = window[window.length - 1];
+    // The gate, every sample: a loop over the latest tails that allocates nothing.
+    if (!anyTail(last.tails, lim)) return null;
     const loopMax = Math.max(0, ...window.map((s) => s.delayMax || 0));
     const hot = (last.tails || [])
-      .filter((h) => h.recentLookups >= lim.tailMinLookups && h.p50 !== null && h.p99 >= lim.tailRatio * h.p50 && h.p99 - h.p50 >= lim.tailExcessS)
+      .filter((h) => isTail(h, lim))
       .map((h) => {
         const excess = h.tail.meanSeconds - h.p50;
         // Where the slowest lookups spent their extra time: waiting for a DNS slot, waiting for the
@@ -98,4 +100,15 @@ function adviceFor(h) {
     'The tail is the event loop, not DNS: find what blocks it (see eventloop-blocked) and move that work off the loop.',
     'A faster resolver or hedging would not help: the answers came in time and waited for the loop.',
   ];
+}
+
+// A hostname's recent lookups have a tail far above their median, over enough lookups.
+function isTail(h, lim) {
+  return h.recentLookups >= lim.tailMinLookups && h.p50 !== null && h.p99 >= lim.tailRatio * h.p50 && h.p99 - h.p50 >= lim.tailExcessS;
+}
+
+function anyTail(tails, lim) {
+  if (!tails) return false;
+  for (let i = 0; i < tails.length; i++) if (isTail(tails[i], lim)) return true;
+  return false;
 }

@@ -23,7 +23,11 @@ module.exports = defineRule({
     example: 'the lab\'s `zooz` incident (handlers burning 25 ms of CPU each): "The event loop was blocked for up to 150 ms in 4 of the last 7 intervals: every request, timer and callback waited that long."',
   },
   evaluate(window, lim) {
-    const late = window.filter((s) => (s.delayMax || 0) >= lim.eventLoopBlockedS || (s.delayP99 || 0) >= lim.eventLoopP99S);
+    // The gate, every sample: count the blocked intervals in a loop that allocates nothing.
+    let blockedIntervals = 0;
+    for (let i = 0; i < window.length; i++) if (isLate(window[i], lim) && blockedInInterval(window[i], lim) > 0) blockedIntervals++;
+    if (blockedIntervals < lim.eventLoopBlockedIntervals) return null;
+    const late = window.filter((s) => isLate(s, lim));
     const hot = late.filter((s) => blockedInInterval(s, lim) > 0);
     if (hot.length < lim.eventLoopBlockedIntervals) return null;
     const max = Math.max(...hot.map((s) => Math.max(s.delayMax || 0, s.loopBlockedOnCpu || 0)));
@@ -49,3 +53,8 @@ module.exports = defineRule({
     };
   },
 });
+
+// The loop ran late in an interval, before the time the main thread waited for a CPU is taken out.
+function isLate(s, lim) {
+  return (s.delayMax || 0) >= lim.eventLoopBlockedS || (s.delayP99 || 0) >= lim.eventLoopP99S;
+}

@@ -23,6 +23,10 @@ module.exports = defineRule({
   },
   interval: (sample) => sample.details.connections || null,
   evaluate(window, lim) {
+    // The gate, every sample: a loop that allocates nothing. A host is judged with
+    // keepAliveMinRequests requests, newConnectionShare of them new: fewer new connections to all
+    // hosts together than that share of that many cannot fire.
+    if (newConnections(window) < lim.newConnectionShare * lim.keepAliveMinRequests * (1 - 1e-9)) return null;
     const byHost = new Map();
     let lookups = 0;
     let connections = 0;
@@ -64,3 +68,20 @@ module.exports = defineRule({
     };
   },
 });
+
+// New connections to all hosts over the window; Infinity (no gate) where a figure is not a
+// non-negative number, so that such input takes the full evaluation.
+function newConnections(window) {
+  let sum = 0;
+  for (let w = 0; w < window.length; w++) {
+    const c = window[w].own['http-no-keepalive'];
+    if (!c) continue;
+    if (!Array.isArray(c.hosts)) return Infinity;
+    for (let i = 0; i < c.hosts.length; i++) {
+      const v = c.hosts[i].newConnections;
+      if (!(typeof v === 'number' && v >= 0)) return Infinity;
+      sum += v;
+    }
+  }
+  return sum;
+}

@@ -26,18 +26,14 @@ module.exports = defineRule({
   evaluate(window, lim) {
     // Other work held the pool in the window (threadpool-saturated names it): the probe sees a hold
     // only when it completes, so neighbouring intervals can look like a DNS queue. No DNS claim then.
-    if (window.some((s) => s.poolHeld)) return null;
-    // A blocked event loop delays the probe's callback and keeps finished lookups counted as
-    // pending until their callbacks run: only a wait beyond the loop's own delay is queueing.
-    const hot = window.filter((s) => {
-      const loop = s.delayMax || 0;
-      const stuck = s.probeStuck && loop < s.seconds / 2;
-      const waited = s.dnsWaitMean !== null && s.dnsWaitMean >= lim.dnsWaitS + loop;
-      // Lookups wait for a DNS slot only while the rest of the pool is free; when no thread is,
-      // they wait behind other work (threadpool-saturated).
-      return s.queuedDns > 0 && (stuck || waited) && !poolHeld(s, lim);
-    });
-    if (hot.length < lim.dnsSaturatedIntervals) return null;
+    // The gate runs every sample: loops that allocate nothing; the figures only once it passes.
+    let queued = 0;
+    for (let i = 0; i < window.length; i++) {
+      if (window[i].poolHeld) return null;
+      if (dnsQueued(window[i], lim)) queued++;
+    }
+    if (queued < lim.dnsSaturatedIntervals) return null;
+    const hot = window.filter((s) => dnsQueued(s, lim));
     const last = window[window.length - 1];
     const peakPending = Math.max(...window.map((s) => s.pendingDns));
     const peakQueued = Math.max(...window.map((s) => s.queuedDns));
@@ -70,6 +66,18 @@ module.exports = defineRule({
 });
 
 // The lookups' wait for a DNS slot over the window, and the lookups that waited.
+// Lookups queued for a DNS slot in an interval. A blocked event loop delays the probe's callback
+// and keeps finished lookups counted as pending until their callbacks run: only a wait beyond the
+// loop's own delay is queueing.
+function dnsQueued(s, lim) {
+  const loop = s.delayMax || 0;
+  const stuck = s.probeStuck && loop < s.seconds / 2;
+  const waited = s.dnsWaitMean !== null && s.dnsWaitMean >= lim.dnsWaitS + loop;
+  // Lookups wait for a DNS slot only while the rest of the pool is free; when no thread is,
+  // they wait behind other work (threadpool-saturated).
+  return s.queuedDns > 0 && (stuck || waited) && !poolHeld(s, lim);
+}
+
 function impactOf(window) {
   let waited = 0;
   let requests = 0;

@@ -2,7 +2,7 @@
 
 const { defineRule } = require('../rule');
 const { windowSeconds } = require('../window');
-const { typeName, poolWait, poolHeld, tracedJobs, longestRun, busyThreads, lookupTimes, availableCores } = require('../pool');
+const { typeName, poolWait, poolHeld, tracedJobs, busyThreads, lookupTimes, availableCores } = require('../pool');
 const { ms, pct, round } = require('../../core/format');
 
 // What lowers each kind's cost on the pool, for the advice.
@@ -33,10 +33,11 @@ module.exports = defineRule({
     example: 'the lab\'s `crypto` incident (pbkdf2 on a pool of 4): "The threadpool is held by crypto (pbkdf2): up to 16 jobs in flight for 4 threads, 88 % of the time non-DNS jobs spent on the pool (submission to callback), submitted while serving POST /login. A job waited up to 672 ms for a thread; dns.lookup waited up to 2.09 s for a thread (up to 10 lookups pending, the slowest took 2.69 s); ..."',
   },
   evaluate(window, lim) {
-    const held = window.map((s) => Boolean(s.pool) && poolHeld(s, lim));
     // A held pool holds for a while: a run of consecutive intervals. A host short of CPU (other
-    // processes, a CPU quota) delays the probe's thread now and then, in single intervals.
-    if (longestRun(held) < lim.poolSaturatedIntervals) return null;
+    // processes, a CPU quota) delays the probe's thread now and then, in single intervals. This
+    // gate runs every sample, a loop that allocates nothing; the figures only once it passes.
+    if (heldRun(window, lim) < lim.poolSaturatedIntervals) return null;
+    const held = window.map((s) => Boolean(s.pool) && poolHeld(s, lim));
     const hot = window.filter((s, i) => held[i]);
     const last = window[window.length - 1];
     const dnsWaits = window.map((s) => s.pool.dns.wait).filter((w) => w !== null);
@@ -67,6 +68,17 @@ module.exports = defineRule({
 });
 
 // The holder: what the tracer saw most of; without it, what the work Node lists can tell.
+// The longest run of consecutive intervals in which no pool thread was free.
+function heldRun(window, lim) {
+  let best = 0;
+  let run = 0;
+  for (let i = 0; i < window.length; i++) {
+    run = window[i].pool && poolHeld(window[i], lim) ? run + 1 : 0;
+    if (run > best) best = run;
+  }
+  return best;
+}
+
 function whoHolds({ hot, size, slots, peakFs, busy, jobs }) {
   // Without the tracer, pending is all that is known of dns and fs, and pending work may be
   // waiting rather than running. fs alone enough to fill every thread: fs holds it. dns and fs
