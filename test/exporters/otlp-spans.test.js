@@ -92,8 +92,10 @@ describe('exporters/otlp: uvscope\'s context on OpenTelemetry dns.lookup spans (
       assert.equal(out.timed, 2);
     }
     // Stack captures during the lookups: the DNS sampler's own (a name's first lookup) in each,
-    // and one more per span only when a span is tagged.
+    // and one caller capture more per span only when a span is tagged. A caller capture takes one
+    // stack of 10 frames, or a second of 40 when the app's frame lies deeper (instrumentation-dns
+    // and the SDK's span processor add frames above it): 1 or 2 calls per tagged span.
     assert.equal(none.stacks, off.stacks);
-    assert.equal(on.stacks, off.stacks + 2);
+    assert.ok(on.stacks >= off.stacks + 2 && on.stacks <= off.stacks + 4, `${on.stacks} stacks tagged, ${off.stacks} untagged`);
   });
 });
