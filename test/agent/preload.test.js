@@ -31,6 +31,9 @@ const DEFERRED = [
   /^lib\/agent\/(sampling|resolver)\.js$/,
   /^lib\/sources\/(eventloop|memory|resources)\.js$/,
   /^lib\/sources\/threadpool\/(?!index\.js$|metrics\.js$)/,
+  // A name's figures and the caller capture: from the app's first lookup on.
+  /^lib\/sources\/dns\/(name-figures|recent)\.js$/,
+  /^lib\/core\/callers\.js$/,
 ];
 
 describe('the preload loads only what must precede the app\'s first line', function () {
