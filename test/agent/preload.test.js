@@ -112,6 +112,8 @@ describe('the preload loads only what must precede the app\'s first line', funct
           sameChannels: require.cache[${JSON.stringify(path.join(ROOT, 'lib/core/channels.js'))}].exports === channels,
           exporters: agent.exporters.map((e) => e.name),
           files: report().length,
+          // The endpoint's member side: only for a process that finds the port held by another.
+          member: report().some((f) => f.file === 'lib/endpoint/multiprocess/member.js'),
         };
         console.log(JSON.stringify(ok));
         uvscope.stop();
@@ -119,7 +121,7 @@ describe('the preload loads only what must precede the app\'s first line', funct
     `], { env: { UVSCOPE_EXPORTERS: 'prometheus', UVSCOPE_PROMETHEUS_PORT: '0' } });
     assert.equal(r.code, 0, r.stderr);
     const out = lastJson(r.stdout);
-    assert.deepEqual({ ...out, files: undefined }, { agent: true, sampled: true, catalog: true, sameChannels: true, exporters: ['prometheus'], files: undefined });
+    assert.deepEqual({ ...out, files: undefined }, { agent: true, sampled: true, catalog: true, sameChannels: true, exporters: ['prometheus'], files: undefined, member: false });
     // Each file once: no second copy under another key.
     assert.ok(out.files > 40, `${out.files} files`);
   });
