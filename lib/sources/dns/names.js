@@ -18,6 +18,13 @@ let NameFigures = null;
 /** @type {typeof import('../../core/callers').captureCaller | null} */
 let captureCaller = null;
 
+// Both at once, from hostFor(), which the sampler calls before it reads a lookup's start time:
+// loading them is not counted in the first lookup's duration.
+function loadPerName() {
+  ({ NameFigures } = require('./name-figures'));
+  ({ captureCaller } = require('../../core/callers'));
+}
+
 /** Where the lookups of names beyond maxNames are counted. */
 const OTHER = '_other';
 
@@ -80,7 +87,7 @@ class Names {
         host = this.#hosts.get(OTHER);
       }
       if (!host) {
-        if (NameFigures === null) ({ NameFigures } = require('./name-figures'));
+        if (NameFigures === null) loadPerName();
         host = new NameFigures(name, this.#recentMs);
         this.#hosts.set(name, host);
       }
@@ -98,7 +105,7 @@ class Names {
     let caller = null;
     if (host.lookups === 0 || this.#callerBudget > 0) {
       if (host.lookups !== 0) this.#callerBudget--;
-      if (captureCaller === null) ({ captureCaller } = require('../../core/callers'));
+      if (captureCaller === null) loadPerName();
       caller = captureCaller();
     }
     host.started(caller);
