@@ -14,9 +14,9 @@
 // localhost with dns.lookup, from /etc/hosts).
 // Variants:
 //   none         no agent
-//   uvscope      --require register.js, defaults (1 s sampling, Prometheus exporter), its registry
-//                rendered every second in-process (bench/fixtures/peers/uvscope-read.js, as in
-//                bench/peers.js)
+//   uvscope      --require register.js, defaults (1 s sampling, Prometheus exporter), the text
+//                its endpoint serves at /metrics rendered every second in-process
+//                (bench/fixtures/peers/uvscope-read.js, as in bench/peers.js)
 //   prom-client  collectDefaultMetrics(), rendered every second (bench/fixtures/peers/prom-client.js)
 //   otel         @opentelemetry/instrumentation-runtime-node on an SDK reader collecting every
 //                second (bench/fixtures/peers/otel-runtime-node.js)

@@ -2,9 +2,12 @@
 
 const path = require('path');
 
-const ROOT = path.resolve(__dirname, '..', '..');
+// __dirname is absolute and normalized, so dirname and concatenation give what path.resolve and
+// path.join would, without their normalizeString (made hot in the preload, it is what V8's Maglev
+// compiles: bench/startup.js).
+const ROOT = path.dirname(path.dirname(__dirname));
 // uvscope's own code (not its tests or examples, which stand in for apps).
-const OWN = [path.join(ROOT, 'lib') + path.sep, path.join(ROOT, 'exporters') + path.sep, path.join(ROOT, 'register.js')];
+const OWN = [`${ROOT}${path.sep}lib${path.sep}`, `${ROOT}${path.sep}exporters${path.sep}`, `${ROOT}${path.sep}register.js`];
 // Instrumentation that wraps dns.lookup (tracers, their hooks) and the OpenTelemetry SDK and API
 // (a span processor runs inside tracer.startSpan): frames there are not the caller.
 const INSTRUMENTATION = /[\\/]node_modules[\\/](dd-trace|dc-polyfill|@datadog[\\/][^\\/]+|@opentelemetry[\\/](?:instrumentation[^\\/]*|sdk-trace[^\\/]*|api)|require-in-the-middle|import-in-the-middle|shimmer)[\\/]/;

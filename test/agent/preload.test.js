@@ -31,6 +31,9 @@ const DEFERRED = [
   /^lib\/agent\/(sampling|resolver)\.js$/,
   /^lib\/sources\/(eventloop|memory|resources)\.js$/,
   /^lib\/sources\/threadpool\/(?!index\.js$|metrics\.js$)/,
+  // A name's figures and the caller capture: from the app's first lookup on.
+  /^lib\/sources\/dns\/(name-figures|recent)\.js$/,
+  /^lib\/core\/callers\.js$/,
 ];
 
 describe('the preload loads only what must precede the app\'s first line', function () {
@@ -60,6 +63,42 @@ describe('the preload loads only what must precede the app\'s first line', funct
     assert.ok(files.every((f) => f.real));
   });
 
+  // Two costs the preload avoids (bench/startup.js measured them): the public `module` builtin
+  // (on Node 20 it brings the ESM loader along; the Module class is module.constructor), and
+  // path.resolve/join/normalize from uvscope's own code (their normalizeString, with Node's own
+  // resolution of the -r paths, got hot enough for V8 to compile it with Maglev on Node 24).
+  it('an app run from a file: the preload loads no `module` builtin and calls no path normalizing function from uvscope\'s files', async () => {
+    const dir = fs.mkdtempSync(path.join(require('os').tmpdir(), 'uvscope-preload-'));
+    const spy = path.join(dir, 'spy.js');
+    const app = path.join(dir, 'app.js');
+    // Loaded before register.js: records path calls whose direct caller is one of uvscope's files.
+    fs.writeFileSync(spy, `
+      const path = require('path');
+      const root = ${JSON.stringify(ROOT + path.sep)};
+      const seen = [];
+      for (const name of ['resolve', 'join', 'normalize', 'relative']) {
+        const original = path[name];
+        path[name] = function () {
+          const caller = (new Error().stack.split('\\n')[2] || '');
+          if (caller.includes(root) && !caller.includes('node_modules')) seen.push(name + ' ' + caller.trim());
+          return original.apply(this, arguments);
+        };
+      }
+      globalThis.__pathCalls = seen;
+    `);
+    fs.writeFileSync(app, `
+      const builtins = process.moduleLoadList.filter((m) => m === 'NativeModule module');
+      console.log(JSON.stringify({ builtins, pathCalls: globalThis.__pathCalls }));
+    `);
+    try {
+      const r = await runNode(['--require', spy, '--require', REGISTER, app], { env: { UVSCOPE_PROMETHEUS_PORT: '0' } });
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(lastJson(r.stdout), { builtins: [], pathCalls: [] });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('after the first tick, the app\'s require(\'uvscope\') gets the agent and the same modules as the preload', async () => {
     const r = await runNode(['--require', REGISTER, '-e', `${REPORT}
       setTimeout(() => {
@@ -73,6 +112,8 @@ describe('the preload loads only what must precede the app\'s first line', funct
           sameChannels: require.cache[${JSON.stringify(path.join(ROOT, 'lib/core/channels.js'))}].exports === channels,
           exporters: agent.exporters.map((e) => e.name),
           files: report().length,
+          // The endpoint's member side: only for a process that finds the port held by another.
+          member: report().some((f) => f.file === 'lib/endpoint/multiprocess/member.js'),
         };
         console.log(JSON.stringify(ok));
         uvscope.stop();
@@ -80,7 +121,7 @@ describe('the preload loads only what must precede the app\'s first line', funct
     `], { env: { UVSCOPE_EXPORTERS: 'prometheus', UVSCOPE_PROMETHEUS_PORT: '0' } });
     assert.equal(r.code, 0, r.stderr);
     const out = lastJson(r.stdout);
-    assert.deepEqual({ ...out, files: undefined }, { agent: true, sampled: true, catalog: true, sameChannels: true, exporters: ['prometheus'], files: undefined });
+    assert.deepEqual({ ...out, files: undefined }, { agent: true, sampled: true, catalog: true, sameChannels: true, exporters: ['prometheus'], files: undefined, member: false });
     // Each file once: no second copy under another key.
     assert.ok(out.files > 40, `${out.files} files`);
   });

@@ -16,7 +16,8 @@
 // (the member's side), and this file, which decides the role and hands the port over.
 
 const { Hub, createHub } = require('./hub');
-const { Member, createMember } = require('./member');
+// member.js loads when this process joins as a member (another process holds the port), not in a
+// process that holds it: the one process of most apps.
 const {
   PUSH_PATH, PUSH_HEADER, MAX_BODY_BYTES, TTL_INTERVALS, PID_ATTRIBUTE, WORKER_ATTRIBUTE,
   processIdentity, processAttributes, safeCall,
@@ -57,7 +58,7 @@ class Multiprocess {
   #hub;
   /** @type {'starting'|'holder'|'member'|'none'} */
   #role = 'starting';
-  /** @type {Member | null} */
+  /** @type {import('./member').Member | null} */
   #member = null;
   #closed = false;
   /** @type {Promise<void> | null} */
@@ -173,6 +174,7 @@ class Multiprocess {
   #join() {
     const { host, port, intervalMs, lookup, what, portVar } = this.#options;
     this.#role = 'member';
+    const { Member } = require('./member');
     this.#member = new Member({ host, port, intervalMs, lookup, onGone: () => this.#onGone(), what, portVar });
   }
 
@@ -224,6 +226,15 @@ class Multiprocess {
  */
 function createMultiprocess(options) {
   return new Multiprocess(options);
+}
+
+/**
+ * A member's side alone (member.js).
+ * @param {ConstructorParameters<typeof import('./member').Member>[0]} options
+ * @returns {import('./member').Member}
+ */
+function createMember(options) {
+  return require('./member').createMember(options);
 }
 
 module.exports = {

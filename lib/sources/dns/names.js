@@ -7,10 +7,23 @@
 // and nothing per name lives from one sample to the next through V8's scavenges.
 
 const { Histogram } = require('../../core/histogram');
-const { captureCaller } = require('../../core/callers');
 const { DNS_BUCKETS } = require('./metrics');
 const { QUEUE_WAIT_BUCKETS } = require('../threadpool/metrics');
-const { NameFigures } = require('./name-figures');
+
+// The DNS sampler is created in the preload; a name's figures (name-figures.js, recent.js) and the
+// caller capture (core/callers.js) load at the app's first lookup, not before its first line
+// (a fifth of the preload's source: bench/startup.js).
+/** @type {typeof import('./name-figures').NameFigures | null} */
+let NameFigures = null;
+/** @type {typeof import('../../core/callers').captureCaller | null} */
+let captureCaller = null;
+
+// Both at once, from hostFor(), which the sampler calls before it reads a lookup's start time:
+// loading them is not counted in the first lookup's duration.
+function loadPerName() {
+  ({ NameFigures } = require('./name-figures'));
+  ({ captureCaller } = require('../../core/callers'));
+}
 
 /** Where the lookups of names beyond maxNames are counted. */
 const OTHER = '_other';
@@ -33,7 +46,7 @@ class Names {
   #maxNames;
   #recentMs;
   #resolver;
-  /** @type {Map<string, NameFigures>} by name */
+  /** @type {Map<string, import('./name-figures').NameFigures>} by name */
   #hosts = new Map();
   /** @type {Map<string, DnsSeries>} by `${name}\0${errorType}` */
   #series = new Map();
@@ -63,7 +76,7 @@ class Names {
    * The figures a lookup of this hostname counts in: its own (lower-cased), or _other once
    * maxNames names are kept.
    * @param {string} hostname
-   * @returns {NameFigures}
+   * @returns {import('./name-figures').NameFigures}
    */
   hostFor(hostname) {
     let name = hostname.toLowerCase();
@@ -74,6 +87,7 @@ class Names {
         host = this.#hosts.get(OTHER);
       }
       if (!host) {
+        if (NameFigures === null) loadPerName();
         host = new NameFigures(name, this.#recentMs);
         this.#hosts.set(name, host);
       }
@@ -84,13 +98,14 @@ class Names {
   /**
    * A lookup of this name starts. Its caller is captured for a name's first lookup and, beyond
    * that, for CALLER_SAMPLES_PER_SECOND lookups a second (the budget endInterval() refills).
-   * @param {NameFigures} host
+   * @param {import('./name-figures').NameFigures} host
    * @returns {string | null} the caller captured, or null
    */
   started(host) {
     let caller = null;
     if (host.lookups === 0 || this.#callerBudget > 0) {
       if (host.lookups !== 0) this.#callerBudget--;
+      if (captureCaller === null) loadPerName();
       caller = captureCaller();
     }
     host.started(caller);
@@ -99,7 +114,7 @@ class Names {
 
   /**
    * A lookup of this name ended (the app is still active).
-   * @param {NameFigures} host
+   * @param {import('./name-figures').NameFigures} host
    * @param {string | null} caller what started() returned
    * @param {number} seconds from call to callback
    * @param {number} waited the part spent waiting for a DNS slot
@@ -122,7 +137,7 @@ class Names {
   /**
    * A name's series for one error type, found once by its key and then kept with the name: no
    * key string is built per lookup (it showed in profiles).
-   * @param {NameFigures} host
+   * @param {import('./name-figures').NameFigures} host
    * @param {string} errorType
    * @returns {DnsSeries}
    */

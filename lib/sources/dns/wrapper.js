@@ -16,7 +16,11 @@
 // failure there is reported and the lookup goes on untimed. Invalid arguments make Node throw
 // synchronously: that is no lookup, so it is not tracked.
 
-const { syncBuiltinESMExports } = require('module');
+// module.constructor is the CommonJS Module class that require('module') returns, without loading
+// the public module builtin (and, on Node 20, the ESM loader) in the preload.
+const { syncBuiltinESMExports } = typeof /** @type {any} */ (module.constructor).syncBuiltinESMExports === 'function'
+  ? /** @type {typeof import('module')} */ (module.constructor)
+  : require('module');
 const { reportError } = require('../../core/errors');
 
 /**
