@@ -153,7 +153,7 @@ class EventLoopSampler {
     const elu = performance.eventLoopUtilization(this.#lastElu);
     this.#lastElu = performance.eventLoopUtilization();
     out.push({ name: 'nodejs.eventloop.utilization', attributes: {}, value: elu.utilization });
-    const uv = uvMetrics();
+    const uv = uvMetrics(performance);
     if (uv) {
       out.push(
         { name: 'nodejs.eventloop.iterations', attributes: {}, value: uv.loopCount },
@@ -295,10 +295,10 @@ function openSchedstat() {
  * libuv's loop metrics (uv_metrics_info: iterations, events processed, events that were waiting
  * when the loop polled), where Node exposes them as performance.nodeTiming.uvMetricsInfo
  * (Node 20.18+, 22.8+, 24, 26); cumulative since the process started. Null elsewhere.
+ * @param {import('perf_hooks').Performance} performance
  * @returns {{ loopCount: number, events: number, eventsWaiting: number } | null}
  */
-function uvMetrics() {
-  const { performance } = require('perf_hooks');
+function uvMetrics(performance) {
   const info = performance.nodeTiming && performance.nodeTiming.uvMetricsInfo;
   return info && typeof info.loopCount === 'number' ? info : null;
 }
