@@ -9,7 +9,7 @@
 // Rows (bench/fixtures/peers/*.js are the preloads):
 //   none            no agent
 //   uvscope         --require register.js with its defaults (1 s sampling, Prometheus exporter),
-//                   its registry rendered every second in-process (as a 1 s scrape would)
+//                   its /metrics text rendered every second in-process (as a 1 s scrape would)
 //   uvscope-tracer  the same with UVSCOPE_TRACER=on (the threadpool tracer armed), when the code
 //                   on this checkout has it; otherwise the row is printed as an empty slot
 //   prom-client     collectDefaultMetrics(), rendered every second in-process
