@@ -153,7 +153,7 @@ class EventLoopSampler {
     const elu = performance.eventLoopUtilization(this.#lastElu);
     this.#lastElu = performance.eventLoopUtilization();
     out.push({ name: 'nodejs.eventloop.utilization', attributes: {}, value: elu.utilization });
-    const uv = uvMetrics();
+    const uv = uvMetrics(performance);
     if (uv) {
       out.push(
         { name: 'nodejs.eventloop.iterations', attributes: {}, value: uv.loopCount },
@@ -180,15 +180,17 @@ class EventLoopSampler {
     const n = monitor.count;
     this.#intervalLate = n > 0 ? lateness(monitor.max, offsetNs) : 0;
     if (n === 0) return;
+    // Each of the histogram's statistics is a native walk over its buckets: mean is read once.
+    const mean = monitor.mean;
     out.push(
       { name: 'nodejs.eventloop.delay.min', attributes: {}, value: lateness(monitor.min, offsetNs) },
       { name: 'nodejs.eventloop.delay.max', attributes: {}, value: this.#intervalLate },
-      { name: 'nodejs.eventloop.delay.mean', attributes: {}, value: lateness(monitor.mean, offsetNs) },
+      { name: 'nodejs.eventloop.delay.mean', attributes: {}, value: lateness(mean, offsetNs) },
       { name: 'nodejs.eventloop.delay.p50', attributes: {}, value: lateness(monitor.percentile(50), offsetNs) },
       { name: 'nodejs.eventloop.delay.p90', attributes: {}, value: lateness(monitor.percentile(90), offsetNs) },
       { name: 'nodejs.eventloop.delay.p99', attributes: {}, value: lateness(monitor.percentile(99), offsetNs) },
     );
-    addToBuckets(this.#histogram, monitor, n, offsetNs);
+    addToBuckets(this.#histogram, monitor, n, offsetNs, mean);
     monitor.reset();
   }
 
@@ -295,10 +297,10 @@ function openSchedstat() {
  * libuv's loop metrics (uv_metrics_info: iterations, events processed, events that were waiting
  * when the loop polled), where Node exposes them as performance.nodeTiming.uvMetricsInfo
  * (Node 20.18+, 22.8+, 24, 26); cumulative since the process started. Null elsewhere.
+ * @param {import('perf_hooks').Performance} performance
  * @returns {{ loopCount: number, events: number, eventsWaiting: number } | null}
  */
-function uvMetrics() {
-  const { performance } = require('perf_hooks');
+function uvMetrics(performance) {
   const info = performance.nodeTiming && performance.nodeTiming.uvMetricsInfo;
   return info && typeof info.loopCount === 'number' ? info : null;
 }
@@ -307,7 +309,7 @@ function uvMetrics() {
  * Move one interval's samples from the HDR histogram into the explicit buckets.
  * The sum is count x mean, which is exact.
  */
-function addToBuckets(histogram, monitor, n, resolutionNs) {
+function addToBuckets(histogram, monitor, n, resolutionNs, mean = monitor.mean) {
   // Bounds at or above the largest value hold every sample, bounds below the smallest none: no
   // search for those (an idle interval needs one native call, not ~90; a tenth of a sample's CPU).
   const max = monitor.max;
@@ -321,7 +323,7 @@ function addToBuckets(histogram, monitor, n, resolutionNs) {
   }
   histogram.counts[histogram.bounds.length] += n - below;
   histogram.count += n;
-  histogram.sum += (n * Math.max(0, monitor.mean - resolutionNs)) / 1e9;
+  histogram.sum += (n * Math.max(0, mean - resolutionNs)) / 1e9;
   histogram.frozen = null; // its cached snapshot (lib/core/histogram.js) is stale now
 }
 

@@ -45,6 +45,12 @@ class PoolThreads {
   #previous = null;
   /** @type {string|null} */
   #unavailable = null;
+  // The pool's threads once found in /proc/self/task: libuv starts them all at once, each naming
+  // itself before uv_threadpool's init returns (src/threadpool.c: worker() names the thread, then
+  // posts the semaphore init_threads waits on), and none ends before the process, so later
+  // readings read these and list the directory again only when one is gone.
+  /** @type {string[]|null} */
+  #workers = null;
 
   /**
    * @param {object} [options]
@@ -55,6 +61,10 @@ class PoolThreads {
     this.#root = options.root || TASKS;
     this.#hrtime = options.hrtime || process.hrtime.bigint;
     if (process.platform !== 'linux') this.#unavailable = `/proc is Linux-only (platform ${process.platform})`;
+    // libuv before 1.50 never names a pool thread: no reading can find one, so none lists
+    // /proc/self/task (a readdir per sample, most of what this costs an idle Node 20). A test's
+    // task directory is read whatever the libuv.
+    else if (!options.root && !namesWorkers()) this.#unavailable = UNNAMED;
   }
 
   /**
@@ -63,21 +73,25 @@ class PoolThreads {
    */
   read() {
     if (this.#unavailable) return { available: false, reason: this.#unavailable };
-    let tids;
-    try {
-      tids = fs.readdirSync(this.#root);
-    } catch (err) {
-      this.#unavailable = `${this.#root} cannot be read (${err.code || err.message})`;
-      return { available: false, reason: this.#unavailable };
+    let found = this.#workers ? this.#knownWorkerTimes(this.#workers) : null;
+    if (!found) {
+      let tids;
+      try {
+        tids = fs.readdirSync(this.#root);
+      } catch (err) {
+        this.#unavailable = `${this.#root} cannot be read (${err.code || err.message})`;
+        return { available: false, reason: this.#unavailable };
+      }
+      found = this.#workerTimes(tids);
+      // Only the process's own pool is known to start at once (a test's directory may not).
+      this.#workers = found.cpu.size > 0 && this.#root === TASKS ? [...found.cpu.keys()] : null;
     }
     const at = this.#hrtime();
-    const { cpu, hasWait } = this.#workerTimes(tids);
+    const { cpu, hasWait } = found;
     if (cpu.size === 0) {
       this.#previous = { at, cpu };
       // The pool starts with its first job; before that no worker exists yet, named or not.
-      if (Number(process.versions.uv.split('.')[0]) === 1 && Number(process.versions.uv.split('.')[1]) < 50) {
-        return { available: false, reason: `libuv ${process.versions.uv} (Node ${process.versions.node.split('.')[0]}) does not name its pool threads (libuv 1.50+, Node 22+ does)` };
-      }
+      if (!namesWorkers()) return { available: false, reason: UNNAMED };
       return { available: false, reason: 'no libuv-worker thread yet (the pool starts with its first job)', workers: 0 };
     }
     const previous = this.#previous;
@@ -102,6 +116,19 @@ class PoolThreads {
       cpu.set(tid, t);
     }
     if (this.#names.size > tids.length * 2) for (const tid of this.#names.keys()) if (!tids.includes(tid)) this.#names.delete(tid);
+    return { cpu, hasWait };
+  }
+
+  // The known workers' CPU times, or null when one is gone (then the directory is listed again).
+  #knownWorkerTimes(tids) {
+    const cpu = new Map();
+    let hasWait = true;
+    for (const tid of tids) {
+      const t = this.#times(tid);
+      if (!t) return null;
+      hasWait = hasWait && t.hasWait;
+      cpu.set(tid, t);
+    }
     return { cpu, hasWait };
   }
 
@@ -134,6 +161,14 @@ class PoolThreads {
     }
   }
 }
+
+/** Whether this libuv names its pool threads (1.50+). */
+function namesWorkers() {
+  const [major, minor] = process.versions.uv.split('.').map(Number);
+  return major > 1 || minor >= 50;
+}
+
+const UNNAMED = `libuv ${process.versions.uv} (Node ${process.versions.node.split('.')[0]}) does not name its pool threads (libuv 1.50+, Node 22+ does)`;
 
 // Per second since the previous reading: time computing, time runnable and arrivals on a CPU of
 // the threads seen both times, and the mean wait per arrival.
