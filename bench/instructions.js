@@ -18,6 +18,8 @@
 //   uvscope      --require register.js, defaults (1 s sampling, Prometheus exporter), the text
 //                its endpoint serves at /metrics rendered every second in-process
 //                (bench/fixtures/peers/uvscope-read.js, as in bench/peers.js)
+//   tracer-off   the same with UVSCOPE_TRACER=off (the tracer's auto mode arms when the pool
+//                is saturated or its threads starve for a CPU, as they can on a busy machine)
 //   base         the same from another checkout (--base DIR): before and after a change, one run
 //   prom-client  collectDefaultMetrics(), rendered every second (bench/fixtures/peers/prom-client.js)
 //   otel         @opentelemetry/instrumentation-runtime-node on an SDK reader collecting every
@@ -38,7 +40,7 @@
 // Printed per server and variant: both, on the main thread and on all threads (V8's compiler and
 // GC threads too), and the same minus no agent's of the same run ("added"); with --runs N the
 // range over N fresh servers. Before each phase the server collects its heap in full (SIGUSR2,
-// bench/fixtures/gc-signal.js), so a major GC does not land in one phase or the next by chance.
+// bench/fixtures/phase-signal.js), so a major GC does not land in one phase or the next by chance.
 // The phases run in the order low, high, idle (the idle one last: V8's memory reducer collects
 // after the load stops, which would otherwise move into the next phase). Before them --warmup
 // requests, as fast as they go, let V8 optimize the hot code. Needs valgrind: without it, says so
@@ -54,24 +56,31 @@ const { cleanEnv, stopChild, Children, watchdog } = require('../support/processe
 const REPO = path.resolve(__dirname, '..');
 const FIXTURES = path.join(__dirname, 'fixtures');
 const PEERS = path.join(FIXTURES, 'peers');
-const GC_SIGNAL = path.join(FIXTURES, 'gc-signal.js');
+const PHASE_SIGNAL = path.join(FIXTURES, 'phase-signal.js');
 const SERVERS = {
   hello: path.join(FIXTURES, 'hello-server.js'),
   await: path.join(FIXTURES, 'await-server.js'),
   lookup: path.join(FIXTURES, 'lookup-server.js'),
 };
 const QUIET = { UVSCOPE_EXPORTERS: 'none', UVSCOPE_INTERVAL_MS: '3600000' };
+// The agents' clock-driven work an hour away: no sample, render or collection while counting.
+const AWAY = { PEERS_READ_MS: '3600000' };
 const uvscopeAt = (dir) => [path.join(dir, 'register.js'), path.join(PEERS, 'uvscope-read.js')];
 const VARIANTS = [
   { name: 'none', label: 'no agent', preloads: () => [] },
   { name: 'uvscope', label: 'uvscope (defaults)', preloads: () => uvscopeAt(REPO), env: { UVSCOPE_PROMETHEUS_PORT: '0' } },
+  { name: 'tracer-off', label: 'uvscope, tracer off', preloads: () => uvscopeAt(REPO), env: { UVSCOPE_PROMETHEUS_PORT: '0', UVSCOPE_TRACER: 'off' } },
   { name: 'base', label: 'uvscope, --base', preloads: (opts) => uvscopeAt(opts.base), env: { UVSCOPE_PROMETHEUS_PORT: '0' } },
   { name: 'prom-client', label: 'prom-client defaults', preloads: () => [path.join(PEERS, 'prom-client.js')] },
   { name: 'otel', label: 'OTel runtime-node', preloads: () => [path.join(PEERS, 'otel-runtime-node.js')] },
-  { name: 'off', label: 'uvscope, tracer off', preloads: () => [path.join(REPO, 'register.js')], env: { ...QUIET, UVSCOPE_TRACER: 'off' } },
-  { name: 'armed', label: 'uvscope, tracer armed', preloads: () => [path.join(REPO, 'register.js')], env: { ...QUIET, UVSCOPE_TRACER: 'on' } },
+  { name: 'uvscope-quiet', quiet: true, label: 'uvscope, per request', preloads: () => uvscopeAt(REPO), env: { UVSCOPE_PROMETHEUS_PORT: '0', UVSCOPE_INTERVAL_MS: '3600000', ...AWAY } },
+  { name: 'base-quiet', quiet: true, label: '--base, per request', preloads: (opts) => uvscopeAt(opts.base), env: { UVSCOPE_PROMETHEUS_PORT: '0', UVSCOPE_INTERVAL_MS: '3600000', ...AWAY } },
+  { name: 'prom-client-quiet', quiet: true, label: 'prom-client, per req.', preloads: () => [path.join(PEERS, 'prom-client.js')], env: AWAY },
+  { name: 'otel-quiet', quiet: true, label: 'OTel, per request', preloads: () => [path.join(PEERS, 'otel-runtime-node.js')], env: AWAY },
+  { name: 'off', label: 'uvscope, quiet, tracer off', preloads: () => [path.join(REPO, 'register.js')], env: { ...QUIET, UVSCOPE_TRACER: 'off' } },
+  { name: 'armed', label: 'uvscope, quiet, armed', preloads: () => [path.join(REPO, 'register.js')], env: { ...QUIET, UVSCOPE_TRACER: 'on' } },
 ];
-const USAGE = 'node bench/instructions.js [--servers hello,lookup] [--only none,uvscope,prom-client,otel] [--rates 5,20] [--seconds 30] [--warmup 1500] [--runs 1] [--base DIR]';
+const USAGE = 'node bench/instructions.js [--servers hello,lookup] [--only none,uvscope,prom-client,otel] [--phases low,high,idle] [--rates 5,20] [--seconds 30] [--warmup 1500] [--runs 1] [--base DIR]';
 
 function parseList(flag, value, known) {
   const list = String(value).split(',').filter(Boolean);
@@ -87,12 +96,13 @@ function intIn(flag, value, lo, hi) {
 }
 
 function parseArgs(argv) {
-  const opts = { rates: [5, 20], seconds: 30, warmup: 1500, runs: 1, base: null, servers: ['hello', 'lookup'], only: ['none', 'uvscope', 'prom-client', 'otel'] };
+  const opts = { phases: ['low', 'high', 'idle'], rates: [5, 20], seconds: 30, warmup: 1500, runs: 1, base: null, servers: ['hello', 'lookup'], only: ['none', 'uvscope', 'prom-client', 'otel'] };
   for (let i = 0; i < argv.length; i++) {
-    const m = /^--(rates|seconds|warmup|runs|only|servers|base)(?:=(.*))?$/.exec(argv[i]);
+    const m = /^--(rates|seconds|warmup|runs|only|servers|base|phases)(?:=(.*))?$/.exec(argv[i]);
     if (!m) throw new Error(`unknown argument ${argv[i]}: ${USAGE}`);
     const value = m[2] !== undefined ? m[2] : argv[++i];
     if (m[1] === 'only') opts.only = parseList('only', value, VARIANTS.map((v) => v.name));
+    else if (m[1] === 'phases') opts.phases = parseList('phases', value, ['low', 'high', 'idle']);
     else if (m[1] === 'servers') opts.servers = parseList('servers', value, Object.keys(SERVERS));
     else if (m[1] === 'runs') opts.runs = intIn('runs', value, 1, 5);
     else if (m[1] === 'seconds') opts.seconds = intIn('seconds', value, 5, 300);
@@ -104,10 +114,9 @@ function parseArgs(argv) {
       opts.rates = rates;
     }
   }
-  if (opts.only.includes('base') && (!opts.base || !fs.existsSync(path.join(opts.base, 'register.js')))) {
+  if (opts.only.some((n) => n.startsWith('base')) && (!opts.base || !fs.existsSync(path.join(opts.base, 'register.js')))) {
     throw new Error('--only base needs --base DIR, a checkout of uvscope with its register.js');
   }
-  if (opts.base && !opts.only.includes('base')) opts.only.splice(opts.only.indexOf('uvscope') + 1 || opts.only.length, 0, 'base');
   return opts;
 }
 
@@ -211,26 +220,37 @@ async function measure(job, opts, dir) {
   const tag = `${server}.${variant.name}.${job.run}`;
   const out = path.join(dir, `callgrind.${tag}`);
   const env = cleanEnv(variant.env || {});
-  const preloads = [GC_SIGNAL, ...variant.preloads(opts)].flatMap((p) => ['--require', p]);
+  const preloads = [PHASE_SIGNAL, ...variant.preloads(opts)].flatMap((p) => ['--require', p]);
   const args = ['--tool=callgrind', '--separate-threads=yes', '--dump-instr=no', '--smc-check=all-non-file', `--callgrind-out-file=${out}`,
     process.execPath, '--expose-gc', ...preloads, SERVERS[server]];
   const child = children.track(spawn('valgrind', args, { env, stdio: ['ignore', 'pipe', 'ignore'] }));
   const stdout = lines(child, `${tag} server`);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const phases = {};
+  const tracer = [];
   try {
     const port = Number(await stdout.next());
     await serve(port, opts.warmup, agent);
     const seen = new Set(fs.readdirSync(dir).filter((f) => f.startsWith(`callgrind.${tag}.`)));
-    for (const [name, rate] of [['low', opts.rates[0]], ['high', opts.rates[1]], ['idle', 0]]) {
+    // Quiet variants (their clock-driven work an hour away) count requests only.
+    const wanted = opts.phases.filter((p) => !variant.quiet || p !== 'idle');
+    for (const [name, rate] of [['low', opts.rates[0]], ['high', opts.rates[1]], ['idle', 0]].filter(([p]) => wanted.includes(p))) {
       process.kill(child.pid, 'SIGUSR2');
-      const ack = await stdout.next();
-      if (ack !== 'gc') throw new Error(`${tag}: expected gc on stdout, got ${ack}`);
+      const ack = (await stdout.next()).split(' ');
+      if (ack[0] !== 'gc') throw new Error(`${tag}: expected gc on stdout, got ${ack.join(' ')}`);
+      if (ack.length > 1) tracer.push(ack.slice(1).join(' '));
       execFileSync('callgrind_control', ['--zero', String(child.pid)], { stdio: 'ignore' });
       const served = rate > 0 ? await paced(port, rate, opts.seconds, agent) : await sleep(opts.seconds * 1000).then(() => ({ n: 0, late: 0, seconds: opts.seconds }));
       execFileSync('callgrind_control', ['--dump', String(child.pid)], { stdio: 'ignore' });
       phases[name] = { ...served, ...readDump(dir, tag, seen) };
     }
+    process.kill(child.pid, 'SIGUSR2');
+    const ack = (await stdout.next()).split(' ');
+    if (ack.length > 1) tracer.push(ack.slice(1).join(' '));
+    // uvscope's tracer armings before each phase and after the last (auto mode arms for 10 s when
+    // a probe waits 250 ms or more, which callgrind's slowness can cause): a phase it armed in is
+    // not like the others.
+    if (tracer.length) phases.tracer = tracer;
   } finally {
     agent.destroy();
     await stopChild(child);
@@ -240,13 +260,14 @@ async function measure(job, opts, dir) {
 
 /** Per request and per second, main thread and all threads, from one measurement's phases. */
 function figures(p) {
-  const dn = p.high.n - p.low.n;
+  const req = p.high && p.low;
+  const dn = req ? p.high.n - p.low.n : 0;
   return {
-    reqMain: (p.high.main - p.low.main) / dn,
-    reqAll: (p.high.all - p.low.all) / dn,
-    secMain: p.idle.main / p.idle.seconds,
-    secAll: p.idle.all / p.idle.seconds,
-    late: p.low.late + p.high.late,
+    reqMain: req ? (p.high.main - p.low.main) / dn : null,
+    reqAll: req ? (p.high.all - p.low.all) / dn : null,
+    secMain: p.idle ? p.idle.main / p.idle.seconds : null,
+    secAll: p.idle ? p.idle.all / p.idle.seconds : null,
+    late: (p.low ? p.low.late : 0) + (p.high ? p.high.late : 0),
   };
 }
 
@@ -267,9 +288,10 @@ function summarize(jobs, opts) {
       const none = (run) => jobs.find((j) => j.server === server && j.variant.name === 'none' && j.run === run && j.phases);
       const row = { server, variant: name, label: mine[0].variant.label, late: mine.reduce((a, j) => a + figures(j.phases).late, 0) };
       for (const k of KEYS) {
-        const own = mine.map((j) => figures(j.phases)[k]);
-        const added = mine.filter((j) => none(j.run)).map((j) => figures(j.phases)[k] - figures(none(j.run).phases)[k]);
-        row[k] = { median: med(own), range: range(own), added: added.length ? med(added) : null, addedRange: added.length ? range(added) : null };
+        const own = mine.map((j) => figures(j.phases)[k]).filter((x) => x !== null);
+        const added = mine.filter((j) => none(j.run) && figures(j.phases)[k] !== null && figures(none(j.run).phases)[k] !== null)
+          .map((j) => figures(j.phases)[k] - figures(none(j.run).phases)[k]);
+        row[k] = own.length ? { median: med(own), range: range(own), added: added.length ? med(added) : null, addedRange: added.length ? range(added) : null } : null;
       }
       rows.push(row);
     }
@@ -281,6 +303,7 @@ function print(rows, opts) {
   const k = (n) => `${Math.round(n / 100) / 10}k`;
   const m = (n) => `${Math.round(n / 1e4) / 100}M`;
   const cell = (f, fmt) => {
+    if (!f) return '';
     const rg = (r) => (opts.runs > 1 ? ` (${fmt(r[0])}..${fmt(r[1])})` : '');
     const own = `${fmt(f.median)}${rg(f.range)}`;
     return f.added === null ? own : `${own} ${f.added >= 0 ? '+' : ''}${fmt(f.added)}${rg(f.addedRange)}`;
@@ -291,12 +314,13 @@ function print(rows, opts) {
     for (const r of rows.filter((x) => x.server === server)) {
       console.log(`${r.label.padEnd(22)} ${cell(r.reqMain, k).padStart(30)} ${cell(r.reqAll, k).padStart(30)} ${cell(r.secMain, m).padStart(30)} ${cell(r.secAll, m).padStart(30)}${r.late ? `  (${r.late} requests late)` : ''}`);
     }
-    const uv = rows.find((x) => x.server === server && x.variant === 'uvscope');
-    const pc = rows.find((x) => x.server === server && x.variant === 'prom-client');
-    if (uv && pc && uv.reqAll.added !== null && pc.reqAll.added !== null) {
-      console.log(uv.reqAll.added <= pc.reqAll.added
-        ? `per request uvscope adds no more than prom-client's defaults (all threads: ${k(uv.reqAll.added)} vs ${k(pc.reqAll.added)})`
-        : `per request uvscope adds more than prom-client's defaults (all threads: ${k(uv.reqAll.added)} vs ${k(pc.reqAll.added)}, +${k(uv.reqAll.added - pc.reqAll.added)})`);
+    for (const q of ['-quiet', '']) {
+      const uv = rows.find((x) => x.server === server && x.variant === `uvscope${q}`);
+      const pc = rows.find((x) => x.server === server && x.variant === `prom-client${q}`);
+      if (uv && pc && uv.reqMain && pc.reqMain && uv.reqMain.added !== null && pc.reqMain.added !== null) {
+        console.log(`per request${q ? ', clock-driven work away' : ''}: uvscope adds ${uv.reqMain.added <= pc.reqMain.added ? 'no more than' : 'more than'} prom-client's defaults ` +
+          `(main thread: ${k(uv.reqMain.added)} vs ${k(pc.reqMain.added)}; all threads: ${k(uv.reqAll.added)} vs ${k(pc.reqAll.added)})`);
+      }
     }
   }
 }
@@ -315,10 +339,10 @@ async function main() {
   }
   // Under callgrind up to ~40 ms a request of warm-up, ~60 s to start an agent, then the three
   // phases: in pairs.
-  const budgetMs = Math.ceil(jobs.length / 2) * (opts.warmup * 60 + 3 * opts.seconds * 1000 + 120000);
+  const budgetMs = Math.ceil(jobs.length / 2) * (opts.warmup * 60 + opts.phases.length * opts.seconds * 1000 + 120000);
   watchdog('instructions bench', budgetMs, () => [...children]);
   console.log(`instructions: node ${process.version}, ${os.cpus().length} CPU(s), load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}; ` +
-    `${opts.warmup} requests of warm-up, then ${opts.seconds} s at ${opts.rates[0]} req/s, ${opts.seconds} s at ${opts.rates[1]} req/s and ${opts.seconds} s idle, ` +
+    `${opts.warmup} requests of warm-up, then phases of ${opts.seconds} s: ${opts.phases.map((p) => (p === 'idle' ? 'idle' : `${p} ${opts.rates[p === 'low' ? 0 : 1]} req/s`)).join(', ')}, ` +
     `one request at a time on one keep-alive connection; ${opts.runs} run(s)${opts.base ? `; base: ${opts.base}` : ''}`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'uvscope-instructions-'));
   try {
@@ -329,8 +353,10 @@ async function main() {
         j.phases = results[n];
         const f = figures(j.phases);
         const p = j.phases;
-        console.log(`  ${j.server} ${j.variant.name} run ${j.run + 1}: low ${p.low.n} req ${p.low.all} instr, high ${p.high.n} req ${p.high.all} instr, idle ${p.idle.seconds.toFixed(2)} s ${p.idle.all} instr; ` +
-          `per request ${Math.round(f.reqMain)} main / ${Math.round(f.reqAll)} all, per second ${Math.round(f.secMain)} / ${Math.round(f.secAll)}${f.late ? `, ${f.late} late` : ''}`);
+        const ph = ['low', 'high', 'idle'].filter((x) => p[x]).map((x) => `${x} ${p[x].n} req ${p[x].seconds.toFixed(2)} s ${p[x].main} main ${p[x].all} all`).join(', ');
+        console.log(`  ${j.server} ${j.variant.name} run ${j.run + 1}: ${ph}; ` +
+          `per request ${f.reqMain === null ? "-" : Math.round(f.reqMain)} main / ${f.reqAll === null ? "-" : Math.round(f.reqAll)} all, per second ${f.secMain === null ? "-" : Math.round(f.secMain)} / ${f.secAll === null ? "-" : Math.round(f.secAll)}${f.late ? `, ${f.late} late` : ''}` +
+          `${p.tracer ? `; tracer armings before low, high, idle, after: ${p.tracer.join(', ')}` : ''}`);
       });
     }
   } finally {
@@ -342,7 +368,7 @@ async function main() {
   const ratio = (a, b, key) => opts.servers.map((server) => {
     const x = rows.find((r) => r.server === server && r.variant === a);
     const y = rows.find((r) => r.server === server && r.variant === b);
-    return x && y ? `${server} ${(x[key].median / y[key].median).toFixed(3)}` : null;
+    return x && y && x[key] && y[key] ? `${server} ${(x[key].median / y[key].median).toFixed(3)}` : null;
   }).filter(Boolean).join(', ');
   for (const [a, b] of [['off', 'none'], ['armed', 'none'], ['armed', 'off']]) {
     if (opts.only.includes(a) && opts.only.includes(b)) console.log(`ratio ${a} / ${b} per request: main thread ${ratio(a, b, 'reqMain')}; all threads ${ratio(a, b, 'reqAll')}`);
