@@ -1,13 +1,14 @@
 'use strict';
 
 // Instructions per request (user space, counted by valgrind's callgrind) of an HTTP server, with
-// no agent and with each agent, next to each other. A count, not a time: runs of the same code
-// agree within about 1 %, where CPU time per request on a shared 2-core machine spreads by ±30 %
-// between variants (bench/peers.js), so the agents can be ranked here. It is not CPU time: it
-// leaves out the kernel and cache misses.
+// no agent and with each agent, next to each other. A count, not a time: CPU time per request on a
+// shared 2-core machine spreads by ±30 % between variants (bench/peers.js), counts do not move
+// with the load, so the agents can be ranked here. It is not CPU time: it leaves out the kernel
+// and cache misses.
 //
 //   node bench/instructions.js [--servers hello,lookup] [--only none,uvscope,prom-client,otel]
-//                              [--requests 1000] [--warmup 2000] [--runs 1]
+//                              [--rates 5,20] [--seconds 30] [--warmup 1500] [--runs 1]
+//                              [--base DIR]
 //
 // Servers (bench/fixtures/): hello (hello-server.js), await (await-server.js: a handler with two
 // awaits, the tracer bench's app), lookup (lookup-server.js: a handler that awaits and looks up
@@ -17,50 +18,69 @@
 //   uvscope      --require register.js, defaults (1 s sampling, Prometheus exporter), the text
 //                its endpoint serves at /metrics rendered every second in-process
 //                (bench/fixtures/peers/uvscope-read.js, as in bench/peers.js)
+//   tracer-off   the same with UVSCOPE_TRACER=off (the tracer's auto mode arms when the pool
+//                is saturated or its threads starve for a CPU, as they can on a busy machine)
+//   base         the same from another checkout (--base DIR): before and after a change, one run
 //   prom-client  collectDefaultMetrics(), rendered every second (bench/fixtures/peers/prom-client.js)
 //   otel         @opentelemetry/instrumentation-runtime-node on an SDK reader collecting every
 //                second (bench/fixtures/peers/otel-runtime-node.js)
 //   off, armed   uvscope with no exporter and its sample an hour away, tracer off / armed
 //                (UVSCOPE_TRACER=on): the cost per request alone, for the tracer
-// The agents' periodic work (a sample, a render, a 10 ms timer) is time-based: under callgrind
-// (about 50 times slower) each request takes ~10 ms of wall time, so the count per request
-// includes that work as it falls per 10 ms, for every agent alike; a real server at 1000 req/s
-// pays it per request about ten times less.
 //
-// Each variant: the server starts under callgrind, serves --warmup requests (counted and thrown
-// away: V8 optimizes the hot code meanwhile), then --requests requests, one at a time on one
-// keep-alive connection (so every variant serves a request per turn of its loop, however slow it
-// runs), and the count between the two is divided by the requests. Two variants run at once (2
-// CPUs). Printed per server and variant: instructions per request on the main thread and on all
-// threads, the same added to none's, and with --runs N the range over runs (each run is a fresh
-// server). Needs valgrind: without it, says so and exits 0. Bounded by a watchdog.
+// The agents' periodic work (a sample, a render, a 10 ms timer) runs by the wall clock, and
+// callgrind slows the process about 50 times: counted over a number of requests served as fast as
+// they go, it fell on however few requests a callgrind second held, and runs with an agent did not
+// repeat. So each variant runs the same phases of fixed wall time (--seconds) at fixed request
+// rates well below what callgrind sustains (--rates low,high; requests one at a time on one
+// keep-alive connection, each sent at its time): the periodic work is the same in both phases and
+// cancels in
+//   per request  = (I_high - I_low) / (N_high - N_low)         (instructions I, requests N)
+// and a third phase with no request gives the periodic work alone:
+//   per second   = I_idle / seconds.
+// Printed per server and variant: both, on the main thread and on all threads (V8's compiler and
+// GC threads too), and the same minus no agent's of the same run ("added"); with --runs N the
+// range over N fresh servers. Before each phase the server collects its heap in full (SIGUSR2,
+// bench/fixtures/phase-signal.js), so a major GC does not land in one phase or the next by chance.
+// The phases run in the order low, high, idle (the idle one last: V8's memory reducer collects
+// after the load stops, which would otherwise move into the next phase). Before them --warmup
+// requests, as fast as they go, let V8 optimize the hot code. Needs valgrind: without it, says so
+// and exits 0. Bounded by a watchdog.
 
 const path = require('path');
 const fs = require('fs');
 const os = require('os');
 const http = require('http');
 const { spawn, execFileSync } = require('child_process');
-const { cleanEnv, firstLine, stopChild, Children, watchdog } = require('../support/processes');
+const { cleanEnv, stopChild, Children, watchdog } = require('../support/processes');
 
 const REPO = path.resolve(__dirname, '..');
-const REGISTER = path.join(REPO, 'register.js');
 const FIXTURES = path.join(__dirname, 'fixtures');
 const PEERS = path.join(FIXTURES, 'peers');
+const PHASE_SIGNAL = path.join(FIXTURES, 'phase-signal.js');
 const SERVERS = {
   hello: path.join(FIXTURES, 'hello-server.js'),
   await: path.join(FIXTURES, 'await-server.js'),
   lookup: path.join(FIXTURES, 'lookup-server.js'),
 };
 const QUIET = { UVSCOPE_EXPORTERS: 'none', UVSCOPE_INTERVAL_MS: '3600000' };
+// The agents' clock-driven work an hour away: no sample, render or collection while counting.
+const AWAY = { PEERS_READ_MS: '3600000' };
+const uvscopeAt = (dir) => [path.join(dir, 'register.js'), path.join(PEERS, 'uvscope-read.js')];
 const VARIANTS = [
-  { name: 'none', label: 'no agent', preloads: [] },
-  { name: 'uvscope', label: 'uvscope (defaults)', preloads: [REGISTER, path.join(PEERS, 'uvscope-read.js')], env: { UVSCOPE_PROMETHEUS_PORT: '0' } },
-  { name: 'prom-client', label: 'prom-client defaults', preloads: [path.join(PEERS, 'prom-client.js')] },
-  { name: 'otel', label: 'OTel runtime-node', preloads: [path.join(PEERS, 'otel-runtime-node.js')] },
-  { name: 'off', label: 'uvscope, tracer off', preloads: [REGISTER], env: { ...QUIET, UVSCOPE_TRACER: 'off' } },
-  { name: 'armed', label: 'uvscope, tracer armed', preloads: [REGISTER], env: { ...QUIET, UVSCOPE_TRACER: 'on' } },
+  { name: 'none', label: 'no agent', preloads: () => [] },
+  { name: 'uvscope', label: 'uvscope (defaults)', preloads: () => uvscopeAt(REPO), env: { UVSCOPE_PROMETHEUS_PORT: '0' } },
+  { name: 'tracer-off', label: 'uvscope, tracer off', preloads: () => uvscopeAt(REPO), env: { UVSCOPE_PROMETHEUS_PORT: '0', UVSCOPE_TRACER: 'off' } },
+  { name: 'base', label: 'uvscope, --base', preloads: (opts) => uvscopeAt(opts.base), env: { UVSCOPE_PROMETHEUS_PORT: '0' } },
+  { name: 'prom-client', label: 'prom-client defaults', preloads: () => [path.join(PEERS, 'prom-client.js')] },
+  { name: 'otel', label: 'OTel runtime-node', preloads: () => [path.join(PEERS, 'otel-runtime-node.js')] },
+  { name: 'uvscope-quiet', quiet: true, label: 'uvscope, per request', preloads: () => uvscopeAt(REPO), env: { UVSCOPE_PROMETHEUS_PORT: '0', UVSCOPE_INTERVAL_MS: '3600000', ...AWAY } },
+  { name: 'base-quiet', quiet: true, label: '--base, per request', preloads: (opts) => uvscopeAt(opts.base), env: { UVSCOPE_PROMETHEUS_PORT: '0', UVSCOPE_INTERVAL_MS: '3600000', ...AWAY } },
+  { name: 'prom-client-quiet', quiet: true, label: 'prom-client, per req.', preloads: () => [path.join(PEERS, 'prom-client.js')], env: AWAY },
+  { name: 'otel-quiet', quiet: true, label: 'OTel, per request', preloads: () => [path.join(PEERS, 'otel-runtime-node.js')], env: AWAY },
+  { name: 'off', label: 'uvscope, quiet, tracer off', preloads: () => [path.join(REPO, 'register.js')], env: { ...QUIET, UVSCOPE_TRACER: 'off' } },
+  { name: 'armed', label: 'uvscope, quiet, armed', preloads: () => [path.join(REPO, 'register.js')], env: { ...QUIET, UVSCOPE_TRACER: 'on' } },
 ];
-const USAGE = 'node bench/instructions.js [--servers hello,lookup] [--only none,uvscope,prom-client,otel] [--requests 1000] [--warmup 2000] [--runs 1]';
+const USAGE = 'node bench/instructions.js [--servers hello,lookup] [--only none,uvscope,prom-client,otel] [--phases low,high,idle] [--rates 5,20] [--seconds 30] [--warmup 1500] [--runs 1] [--base DIR]';
 
 function parseList(flag, value, known) {
   const list = String(value).split(',').filter(Boolean);
@@ -69,23 +89,34 @@ function parseList(flag, value, known) {
   return list;
 }
 
+function intIn(flag, value, lo, hi) {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < lo || n > hi) throw new Error(`--${flag}: an integer from ${lo} to ${hi}, got ${value}`);
+  return n;
+}
+
 function parseArgs(argv) {
-  const opts = { requests: 1000, warmup: 2000, runs: 1, servers: ['hello', 'lookup'], only: ['none', 'uvscope', 'prom-client', 'otel'] };
+  const opts = { phases: ['low', 'high', 'idle'], burst: 0, rates: [5, 20], seconds: 30, warmup: 1500, runs: 1, base: null, servers: ['hello', 'lookup'], only: ['none', 'uvscope', 'prom-client', 'otel'] };
   for (let i = 0; i < argv.length; i++) {
-    const m = /^--(requests|warmup|runs|only|servers)(?:=(.*))?$/.exec(argv[i]);
+    const m = /^--(rates|seconds|warmup|runs|only|servers|base|phases|burst)(?:=(.*))?$/.exec(argv[i]);
     if (!m) throw new Error(`unknown argument ${argv[i]}: ${USAGE}`);
     const value = m[2] !== undefined ? m[2] : argv[++i];
     if (m[1] === 'only') opts.only = parseList('only', value, VARIANTS.map((v) => v.name));
+    else if (m[1] === 'phases') opts.phases = parseList('phases', value, ['low', 'high', 'idle']);
     else if (m[1] === 'servers') opts.servers = parseList('servers', value, Object.keys(SERVERS));
-    else if (m[1] === 'runs') {
-      const n = Number(value);
-      if (!Number.isInteger(n) || n < 1 || n > 5) throw new Error('--runs: an integer from 1 to 5');
-      opts.runs = n;
-    } else {
-      const n = Number(value);
-      if (!Number.isInteger(n) || n < 100 || n > 100000) throw new Error(`--${m[1]}: an integer from 100 to 100000`);
-      opts[m[1]] = n;
+    else if (m[1] === 'runs') opts.runs = intIn('runs', value, 1, 5);
+    else if (m[1] === 'burst') opts.burst = intIn('burst', value, 100, 100000);
+    else if (m[1] === 'seconds') opts.seconds = intIn('seconds', value, 5, 300);
+    else if (m[1] === 'warmup') opts.warmup = intIn('warmup', value, 0, 100000);
+    else if (m[1] === 'base') opts.base = path.resolve(value);
+    else {
+      const rates = String(value).split(',').map((r) => intIn('rates', r, 1, 100));
+      if (rates.length !== 2 || rates[0] >= rates[1]) throw new Error(`--rates: two request rates a second, low,high, got ${value}`);
+      opts.rates = rates;
     }
+  }
+  if (opts.only.some((n) => n.startsWith('base')) && (!opts.base || !fs.existsSync(path.join(opts.base, 'register.js')))) {
+    throw new Error('--only base needs --base DIR, a checkout of uvscope with its register.js');
   }
   return opts;
 }
@@ -101,82 +132,193 @@ function hasValgrind() {
 }
 
 const children = new Children();
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Requests one at a time on the agent's one keep-alive connection. */
-async function serve(port, n, agent) {
-  for (let i = 0; i < n; i++) {
-    await new Promise((resolve, reject) => {
-      http.get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
-        res.resume();
-        res.on('end', resolve);
-      }).on('error', reject);
-    });
+function get(port, agent) {
+  return new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
+      res.resume();
+      res.on('end', resolve);
+    }).on('error', reject);
+  });
+}
+
+// The server closes a keep-alive connection idle for 5 s of wall time (a slow phase change under
+// valgrind on a loaded machine can take that long): the request is sent again once, on a new one.
+async function request(port, agent) {
+  try {
+    await get(port, agent);
+  } catch (err) {
+    if (err.code !== 'ECONNRESET') throw err;
+    await get(port, agent);
   }
 }
 
-/** Instructions per request of one variant on one server: { main, all } (main thread, every thread). */
+/** Requests one at a time on the agent's one keep-alive connection, as fast as they go. */
+async function serve(port, n, agent) {
+  for (let i = 0; i < n; i++) await request(port, agent);
+}
+
+/**
+ * Requests at `rate` a second for `seconds` of wall time, one at a time: request i is sent at
+ * i / rate seconds (or when the one before it ends, if later). Returns the requests served and
+ * how many were sent late (the server did not keep up with the rate).
+ */
+async function paced(port, rate, seconds, agent) {
+  const t0 = performance.now();
+  const end = t0 + seconds * 1000;
+  let n = 0;
+  let late = 0;
+  for (;;) {
+    const due = t0 + (n * 1000) / rate;
+    if (due >= end) break;
+    const now = performance.now();
+    if (due > now) await sleep(due - now);
+    else if (n > 0 && now - due > 1000 / rate) late++;
+    await request(port, agent);
+    n++;
+  }
+  const left = end - performance.now();
+  if (left > 0) await sleep(left);
+  return { n, late, seconds: (performance.now() - t0) / 1000 };
+}
+
+/** The server's stdout, line by line: next() resolves with the next line. */
+function lines(child, name) {
+  const queue = [];
+  const waiting = [];
+  let buf = '';
+  child.stdout.on('data', (d) => {
+    buf += d;
+    let nl;
+    while ((nl = buf.indexOf('\n')) !== -1) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      if (waiting.length) waiting.shift().resolve(line);
+      else queue.push(line);
+    }
+  });
+  child.once('exit', (code) => {
+    for (const w of waiting.splice(0)) w.reject(new Error(`${name} exited (${code})`));
+  });
+  return {
+    next: () => (queue.length ? Promise.resolve(queue.shift()) : new Promise((resolve, reject) => waiting.push({ resolve, reject }))),
+  };
+}
+
+/** Instructions in the dump files written since `seen` (one per thread): { main, all }. */
+function readDump(dir, tag, seen) {
+  const files = fs.readdirSync(dir).filter((f) => f.startsWith(`callgrind.${tag}.`) && !seen.has(f)).sort();
+  let main = 0;
+  let all = 0;
+  for (const f of files) {
+    seen.add(f);
+    const m = /^(?:summary|totals):\s+(\d+)/m.exec(fs.readFileSync(path.join(dir, f), 'utf8'));
+    if (!m) continue;
+    all += Number(m[1]);
+    // Files are out.<dump>-<thread>; thread 01 is the main thread.
+    if (/-0*1$/.test(f)) main += Number(m[1]);
+  }
+  if (!all || !main) throw new Error(`${tag}: no callgrind counts in ${dir} (${files.join(', ') || 'no new files'})`);
+  return { main, all };
+}
+
+/**
+ * One variant on one server: the phases low, high and idle, each { n, late, seconds, main, all }
+ * (instructions of the main thread and of every thread).
+ */
 async function measure(job, opts, dir) {
   const { variant, server } = job;
   const tag = `${server}.${variant.name}.${job.run}`;
   const out = path.join(dir, `callgrind.${tag}`);
   const env = cleanEnv(variant.env || {});
-  const preloads = variant.preloads.flatMap((p) => ['--require', p]);
-  const args = ['--tool=callgrind', '--separate-threads=yes', '--smc-check=all-non-file', `--callgrind-out-file=${out}`,
-    process.execPath, ...preloads, SERVERS[server]];
+  const preloads = [PHASE_SIGNAL, ...variant.preloads(opts)].flatMap((p) => ['--require', p]);
+  const args = ['--tool=callgrind', '--separate-threads=yes', '--dump-instr=no', '--smc-check=all-non-file', `--callgrind-out-file=${out}`,
+    process.execPath, '--expose-gc', ...preloads, SERVERS[server]];
   const child = children.track(spawn('valgrind', args, { env, stdio: ['ignore', 'pipe', 'ignore'] }));
+  const stdout = lines(child, `${tag} server`);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const phases = {};
+  const tracer = [];
   try {
-    const port = Number(await firstLine(child, `${tag} server`));
+    const port = Number(await stdout.next());
     await serve(port, opts.warmup, agent);
-    execFileSync('callgrind_control', ['--zero', String(child.pid)], { stdio: 'ignore' });
-    await serve(port, opts.requests, agent);
-    execFileSync('callgrind_control', ['--dump', String(child.pid)], { stdio: 'ignore' });
+    const seen = new Set(fs.readdirSync(dir).filter((f) => f.startsWith(`callgrind.${tag}.`)));
+    // Quiet variants (their clock-driven work an hour away) count requests only.
+    const wanted = opts.phases.filter((p) => !variant.quiet || p !== 'idle');
+    if (opts.burst) {
+      // --burst N: N requests as fast as they go, counted together (no phase at a rate).
+      process.kill(child.pid, 'SIGUSR2');
+      await stdout.next();
+      execFileSync('callgrind_control', ['--zero', String(child.pid)], { stdio: 'ignore' });
+      const t0 = performance.now();
+      await serve(port, opts.burst, agent);
+      execFileSync('callgrind_control', ['--dump', String(child.pid)], { stdio: 'ignore' });
+      phases.burst = { n: opts.burst, late: 0, seconds: (performance.now() - t0) / 1000, ...readDump(dir, tag, seen) };
+      if (!wanted.includes('idle')) wanted.length = 0;
+      else wanted.splice(0, wanted.length, 'idle');
+    }
+    for (const [name, rate] of [['low', opts.rates[0]], ['high', opts.rates[1]], ['idle', 0]].filter(([p]) => wanted.includes(p))) {
+      process.kill(child.pid, 'SIGUSR2');
+      const ack = (await stdout.next()).split(' ');
+      if (ack[0] !== 'gc') throw new Error(`${tag}: expected gc on stdout, got ${ack.join(' ')}`);
+      if (ack.length > 1) tracer.push(ack.slice(1).join(' '));
+      execFileSync('callgrind_control', ['--zero', String(child.pid)], { stdio: 'ignore' });
+      const served = rate > 0 ? await paced(port, rate, opts.seconds, agent) : await sleep(opts.seconds * 1000).then(() => ({ n: 0, late: 0, seconds: opts.seconds }));
+      execFileSync('callgrind_control', ['--dump', String(child.pid)], { stdio: 'ignore' });
+      phases[name] = { ...served, ...readDump(dir, tag, seen) };
+    }
+    process.kill(child.pid, 'SIGUSR2');
+    const ack = (await stdout.next()).split(' ');
+    if (ack.length > 1) tracer.push(ack.slice(1).join(' '));
+    // uvscope's tracer armings before each phase and after the last (auto mode arms for 10 s when
+    // a probe waits 250 ms or more, which callgrind's slowness can cause): a phase it armed in is
+    // not like the others.
+    if (tracer.length) phases.tracer = tracer;
   } finally {
     agent.destroy();
     await stopChild(child);
   }
-  // One file per thread for the dump (out.<dump>-<thread>); thread 01 is the main thread.
-  const files = fs.readdirSync(dir).filter((f) => f.startsWith(`callgrind.${tag}.`)).sort();
-  let main = 0;
-  let all = 0;
-  for (const f of files) {
-    const m = /^(?:summary|totals):\s+(\d+)/m.exec(fs.readFileSync(path.join(dir, f), 'utf8'));
-    if (!m) continue;
-    all += Number(m[1]);
-    if (/-0*1$/.test(f)) main += Number(m[1]);
-  }
-  if (!all || !main) throw new Error(`${tag}: no callgrind counts in ${dir} (${files.join(', ') || 'no files'})`);
-  return { main: main / opts.requests, all: all / opts.requests };
+  return phases;
 }
 
+/** Per request and per second, main thread and all threads, from one measurement's phases. */
+function figures(p) {
+  const req = p.high && p.low;
+  const dn = req ? p.high.n - p.low.n : 0;
+  const burst = (k) => (p.burst ? p.burst[k] / p.burst.n : null);
+  return {
+    reqMain: req ? (p.high.main - p.low.main) / dn : burst('main'),
+    reqAll: req ? (p.high.all - p.low.all) / dn : burst('all'),
+    secMain: p.idle ? p.idle.main / p.idle.seconds : null,
+    secAll: p.idle ? p.idle.all / p.idle.seconds : null,
+    late: (p.low ? p.low.late : 0) + (p.high ? p.high.late : 0),
+  };
+}
+
+const KEYS = ['reqMain', 'reqAll', 'secMain', 'secAll'];
 const range = (xs) => [Math.min(...xs), Math.max(...xs)];
 const med = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-/** Per server, per variant: counts over runs, and added to none's of the same run. */
+/** Per server, per variant: each figure over runs (median, range), and minus none's of the same run. */
 function summarize(jobs, opts) {
   const rows = [];
   for (const server of opts.servers) {
     for (const name of opts.only) {
-      const mine = jobs.filter((j) => j.server === server && j.variant.name === name);
-      const none = (run) => jobs.find((j) => j.server === server && j.variant.name === 'none' && j.run === run);
-      const addedMain = mine.filter((j) => none(j.run)).map((j) => j.count.main - none(j.run).count.main);
-      const addedAll = mine.filter((j) => none(j.run)).map((j) => j.count.all - none(j.run).count.all);
-      rows.push({
-        server,
-        variant: name,
-        label: mine[0].variant.label,
-        main: med(mine.map((j) => j.count.main)),
-        mainRange: range(mine.map((j) => j.count.main)),
-        all: med(mine.map((j) => j.count.all)),
-        allRange: range(mine.map((j) => j.count.all)),
-        addedMain: addedMain.length ? med(addedMain) : null,
-        addedMainRange: addedMain.length ? range(addedMain) : null,
-        addedAll: addedAll.length ? med(addedAll) : null,
-        addedAllRange: addedAll.length ? range(addedAll) : null,
-      });
+      const mine = jobs.filter((j) => j.server === server && j.variant.name === name && j.phases);
+      if (!mine.length) continue;
+      const none = (run) => jobs.find((j) => j.server === server && j.variant.name === 'none' && j.run === run && j.phases);
+      const row = { server, variant: name, label: mine[0].variant.label, late: mine.reduce((a, j) => a + figures(j.phases).late, 0) };
+      for (const k of KEYS) {
+        const own = mine.map((j) => figures(j.phases)[k]).filter((x) => x !== null);
+        const added = mine.filter((j) => none(j.run) && figures(j.phases)[k] !== null && figures(none(j.run).phases)[k] !== null)
+          .map((j) => figures(j.phases)[k] - figures(none(j.run).phases)[k]);
+        row[k] = own.length ? { median: med(own), range: range(own), added: added.length ? med(added) : null, addedRange: added.length ? range(added) : null } : null;
+      }
+      rows.push(row);
     }
   }
   return rows;
@@ -184,20 +326,26 @@ function summarize(jobs, opts) {
 
 function print(rows, opts) {
   const k = (n) => `${Math.round(n / 100) / 10}k`;
-  const rg = (r) => (opts.runs > 1 ? ` (${k(r[0])}..${k(r[1])})` : '');
+  const m = (n) => `${Math.round(n / 1e4) / 100}M`;
+  const cell = (f, fmt) => {
+    if (!f) return '';
+    const rg = (r) => (opts.runs > 1 ? ` (${fmt(r[0])}..${fmt(r[1])})` : '');
+    const own = `${fmt(f.median)}${rg(f.range)}`;
+    return f.added === null ? own : `${own} ${f.added >= 0 ? '+' : ''}${fmt(f.added)}${rg(f.addedRange)}`;
+  };
   for (const server of opts.servers) {
-    console.log(`\n${server} server (bench/fixtures/${path.basename(SERVERS[server])}): instructions per request`);
-    console.log(`${'variant'.padEnd(24)} ${'main thread'.padStart(22)} ${'all threads'.padStart(22)} ${'added, main'.padStart(22)} ${'added, all'.padStart(22)}`);
+    console.log(`\n${server} server (bench/fixtures/${path.basename(SERVERS[server])}): instructions per request ((high - low) / requests) and per idle second; each: the variant's, then added to no agent's`);
+    console.log(`${'variant'.padEnd(22)} ${'per request, main'.padStart(30)} ${'per request, all'.padStart(30)} ${'per second, main'.padStart(30)} ${'per second, all'.padStart(30)}`);
     for (const r of rows.filter((x) => x.server === server)) {
-      const added = (v, range) => (v === null ? '' : `${v >= 0 ? '+' : ''}${k(v)}${rg(range)}`);
-      console.log(`${r.label.padEnd(24)} ${`${k(r.main)}${rg(r.mainRange)}`.padStart(22)} ${`${k(r.all)}${rg(r.allRange)}`.padStart(22)} ${added(r.addedMain, r.addedMainRange).padStart(22)} ${added(r.addedAll, r.addedAllRange).padStart(22)}`);
+      console.log(`${r.label.padEnd(22)} ${cell(r.reqMain, k).padStart(30)} ${cell(r.reqAll, k).padStart(30)} ${cell(r.secMain, m).padStart(30)} ${cell(r.secAll, m).padStart(30)}${r.late ? `  (${r.late} requests late)` : ''}`);
     }
-    const uv = rows.find((x) => x.server === server && x.variant === 'uvscope');
-    const pc = rows.find((x) => x.server === server && x.variant === 'prom-client');
-    if (uv && pc && uv.addedAll !== null && pc.addedAll !== null) {
-      console.log(uv.addedAll <= pc.addedAll
-        ? `uvscope adds no more than prom-client's defaults (all threads: ${k(uv.addedAll)} vs ${k(pc.addedAll)})`
-        : `uvscope adds more than prom-client's defaults (all threads: ${k(uv.addedAll)} vs ${k(pc.addedAll)}, +${k(uv.addedAll - pc.addedAll)})`);
+    for (const q of ['-quiet', '']) {
+      const uv = rows.find((x) => x.server === server && x.variant === `uvscope${q}`);
+      const pc = rows.find((x) => x.server === server && x.variant === `prom-client${q}`);
+      if (uv && pc && uv.reqMain && pc.reqMain && uv.reqMain.added !== null && pc.reqMain.added !== null) {
+        console.log(`per request${q ? ', clock-driven work away' : ''}: uvscope adds ${uv.reqMain.added <= pc.reqMain.added ? 'no more than' : 'more than'} prom-client's defaults ` +
+          `(main thread: ${k(uv.reqMain.added)} vs ${k(pc.reqMain.added)}; all threads: ${k(uv.reqAll.added)} vs ${k(pc.reqAll.added)})`);
+      }
     }
   }
 }
@@ -214,32 +362,41 @@ async function main() {
       for (const name of opts.only) jobs.push({ run, server, variant: VARIANTS.find((v) => v.name === name) });
     }
   }
-  // Under callgrind about 10 ms a request, plus ~30 s to start an agent: in pairs.
-  const budgetMs = Math.ceil(jobs.length / 2) * ((opts.requests + opts.warmup) * 40 + 90000);
+  // Under callgrind up to ~40 ms a request of warm-up, ~60 s to start an agent, then the three
+  // phases: in pairs.
+  const budgetMs = Math.ceil(jobs.length / 2) * ((opts.warmup + opts.burst) * 60 + opts.phases.length * opts.seconds * 1000 + 120000);
   watchdog('instructions bench', budgetMs, () => [...children]);
-  console.log(`instructions per request: node ${process.version}, ${os.cpus().length} CPU(s), load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}; ` +
-    `${opts.warmup} requests of warm-up, ${opts.requests} counted, one at a time on one keep-alive connection; ${opts.runs} run(s)`);
+  console.log(`instructions: node ${process.version}, ${os.cpus().length} CPU(s), load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}; ` +
+    `${opts.warmup} requests of warm-up, then ${opts.burst ? `${opts.burst} requests as fast as they go${opts.phases.includes('idle') ? `, ${opts.seconds} s idle` : ''}` : `phases of ${opts.seconds} s: ${opts.phases.map((p) => (p === 'idle' ? 'idle' : `${p} ${opts.rates[p === 'low' ? 0 : 1]} req/s`)).join(', ')}`}, ` +
+    `one request at a time on one keep-alive connection; ${opts.runs} run(s)${opts.base ? `; base: ${opts.base}` : ''}`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'uvscope-instructions-'));
   try {
     for (let i = 0; i < jobs.length; i += 2) {
       const pair = jobs.slice(i, i + 2);
-      const counts = await Promise.all(pair.map((j) => measure(j, opts, dir)));
-      pair.forEach((j, n) => (j.count = counts[n]));
+      const results = await Promise.all(pair.map((j) => measure(j, opts, dir)));
+      pair.forEach((j, n) => {
+        j.phases = results[n];
+        const f = figures(j.phases);
+        const p = j.phases;
+        const ph = ['burst', 'low', 'high', 'idle'].filter((x) => p[x]).map((x) => `${x} ${p[x].n} req ${p[x].seconds.toFixed(2)} s ${p[x].main} main ${p[x].all} all`).join(', ');
+        console.log(`  ${j.server} ${j.variant.name} run ${j.run + 1}: ${ph}; ` +
+          `per request ${f.reqMain === null ? "-" : Math.round(f.reqMain)} main / ${f.reqAll === null ? "-" : Math.round(f.reqAll)} all, per second ${f.secMain === null ? "-" : Math.round(f.secMain)} / ${f.secAll === null ? "-" : Math.round(f.secAll)}${f.late ? `, ${f.late} late` : ''}` +
+          `${p.tracer ? `; tracer armings before low, high, idle, after: ${p.tracer.join(', ')}` : ''}`);
+      });
     }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  print(summarize(jobs, opts), opts);
-  const ratio = (a, b, key) => {
-    const rows = summarize(jobs, opts);
-    return opts.servers.map((server) => {
-      const x = rows.find((r) => r.server === server && r.variant === a);
-      const y = rows.find((r) => r.server === server && r.variant === b);
-      return x && y ? `${server} ${(x[key] / y[key]).toFixed(3)}` : null;
-    }).filter(Boolean).join(', ');
-  };
+  const rows = summarize(jobs, opts);
+  print(rows, opts);
+  if (process.env.UVSCOPE_BENCH_JSON) fs.writeFileSync(process.env.UVSCOPE_BENCH_JSON, JSON.stringify({ node: process.version, opts, jobs: jobs.map((j) => ({ run: j.run, server: j.server, variant: j.variant.name, phases: j.phases })) }, null, 1));
+  const ratio = (a, b, key) => opts.servers.map((server) => {
+    const x = rows.find((r) => r.server === server && r.variant === a);
+    const y = rows.find((r) => r.server === server && r.variant === b);
+    return x && y && x[key] && y[key] ? `${server} ${(x[key].median / y[key].median).toFixed(3)}` : null;
+  }).filter(Boolean).join(', ');
   for (const [a, b] of [['off', 'none'], ['armed', 'none'], ['armed', 'off']]) {
-    if (opts.only.includes(a) && opts.only.includes(b)) console.log(`ratio ${a} / ${b}: main thread ${ratio(a, b, 'main')}; all threads ${ratio(a, b, 'all')}`);
+    if (opts.only.includes(a) && opts.only.includes(b)) console.log(`ratio ${a} / ${b} per request: main thread ${ratio(a, b, 'reqMain')}; all threads ${ratio(a, b, 'reqAll')}`);
   }
 }
 

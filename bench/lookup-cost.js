@@ -16,8 +16,8 @@
 // and then --ms, and reads its main thread's CPU time from
 // /proc/self/task/<pid>/schedstat (ns; getaddrinfo's own work on the pool threads is not counted).
 // With the agent: `--require register.js` with its defaults (1 s sampling, callers sampled as in
-// production: the first lookup of each name and up to 20 more per interval, Prometheus on a free
-// port), so its sampling timer is part of the figure. Per row and round both variants run, order
+// production: the first 8 lookups of each name, then about one in 16, at most 20 a second;
+// Prometheus on a free port), so its sampling timer is part of the figure. Per row and round both variants run, order
 // flipped every round. Printed per row: CPU µs per lookup without and with (medians), the median
 // of the per-round differences (the added cost) and their range over rounds.
 // A first row with no lookups measures the agent's background work (its sampling, and the event-

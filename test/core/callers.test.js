@@ -49,6 +49,32 @@ describe('callers', () => {
     }
   });
 
+  it('captures the callers of a name\'s first 8 lookups, then about one in 16, and no more than 20 a second beyond its first', () => {
+    const { Names } = require('../../lib/sources/dns/names');
+    let lookups = 0;
+    let captures = 0;
+    for (let k = 0; k < 50; k++) {
+      // No endInterval(): the budget of the first second (20 beyond the first lookup) is not refilled.
+      const names = new Names({ maxNames: 10, recentMs: 60000, resolver: () => null });
+      const host = names.hostFor('a.test');
+      for (let i = 0; i < 8; i++) assert.notEqual(names.started(host), null, `lookup ${i + 1}`);
+      let n = 0;
+      let c = 0;
+      while (c < 13 && n < 13 * 31) {
+        n++;
+        if (names.started(host) !== null) c++;
+      }
+      assert.equal(c, 13, `captures after the first 8 within ${n} lookups`);
+      lookups += n;
+      captures += c;
+      for (let i = 0; i < 500; i++) assert.equal(names.started(host), null, 'the budget of the second is spent');
+      assert.equal(names.details()[0].callers.reduce((a, x) => a + x.count, 0), 21);
+    }
+    // Gaps drawn from 1..31 (mean 16) over 650 captures: the mean is within 16 ± 0.4 (one standard deviation).
+    const gap = lookups / captures;
+    assert.ok(gap > 14 && gap < 18, `one in ${gap}`);
+  });
+
   it('finds the app frame past up to 40 frames of instrumentation, the same at every depth and after a chdir', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'uvscope-callers-'));
     try {

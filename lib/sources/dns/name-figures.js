@@ -44,6 +44,8 @@ class NameFigures {
   #name;
   #lookups = 0;
   #inFlight = 0;
+  // Lookups to go before the next one whose caller is captured (Names#started sets it).
+  #untilCapture = 0;
   /** @type {Map<string, { count: number, seconds: number }>} by caller */
   #callers = new Map();
   /** @type {DnsHostDetails['callers'] | null} */
@@ -72,6 +74,27 @@ class NameFigures {
   /** @returns {number} lookups started since the start */
   get lookups() {
     return this.#lookups;
+  }
+
+  /**
+   * Counts down to the next caller capture: true for each of the name's first `first` lookups,
+   * then when the gap set by captureGap() has passed (and stays true until a capture resets it).
+   * Called once per lookup, before started().
+   * @param {number} first
+   * @returns {boolean}
+   */
+  captureDue(first) {
+    if (this.#lookups < first) return true;
+    if (this.#untilCapture > 0) this.#untilCapture--;
+    return this.#untilCapture === 0;
+  }
+
+  /**
+   * The next capture comes after this many lookups.
+   * @param {number} lookups
+   */
+  captureGap(lookups) {
+    this.#untilCapture = lookups;
   }
 
   /**
@@ -204,7 +227,7 @@ function newInterval(inFlight) {
 }
 
 // The callers of a hostname, most frequent first, frozen: the same list is handed out again until
-// a sampled lookup of that name changes it (at most 20 a second in all), so a sample makes no new
+// a sampled lookup of that name changes it (about one in 16, at most 20 a second in all), so a sample makes no new
 // objects for the callers of most names.
 function callerList(callers) {
   const out = [];

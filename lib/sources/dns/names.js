@@ -28,9 +28,16 @@ function loadPerName() {
 /** Where the lookups of names beyond maxNames are counted. */
 const OTHER = '_other';
 
-// Stack captures for caller attribution per second, beyond the first lookup of each name: bounds
-// the cost at any lookup rate and any interval (a capture costs some microseconds and ~4 KB of
-// short-lived objects; 20 an interval at a 100 ms interval was every lookup of a steady app).
+// Which lookups get a stack capture for caller attribution (a capture costs some microseconds,
+// about 20,000 instructions, and ~1 KB of short-lived objects). The first CALLER_FIRST lookups of
+// each name, then about one in CALLER_EVERY of its lookups (a random gap, so that callers taking
+// turns are not aliased), and beyond a name's first lookup never more than CALLER_SAMPLES_PER_SECOND
+// a second in all. The share of lookups captured is then the same at any lookup rate up to
+// CALLER_EVERY x CALLER_SAMPLES_PER_SECOND a second and the cost bounded above it: a budget by the
+// second alone captured every lookup of a slow process (an app under a profiler or valgrind, a
+// name looked up a few times a second) and a fiftieth of a fast one's.
+const CALLER_FIRST = 8;
+const CALLER_EVERY = 16;
 const CALLER_SAMPLES_PER_SECOND = 20;
 // A lookup this close to k x the resolv.conf timeout waited for k resolver timeouts.
 const TIMEOUT_EARLY_S = 0.05;
@@ -96,16 +103,19 @@ class Names {
   }
 
   /**
-   * A lookup of this name starts. Its caller is captured for a name's first lookup and, beyond
-   * that, for CALLER_SAMPLES_PER_SECOND lookups a second (the budget endInterval() refills).
+   * A lookup of this name starts. Its caller is captured for a name's first CALLER_FIRST lookups
+   * and then for about one in CALLER_EVERY, within CALLER_SAMPLES_PER_SECOND captures a second
+   * beyond each name's first lookup (the budget endInterval() refills).
    * @param {import('./name-figures').NameFigures} host
    * @returns {string | null} the caller captured, or null
    */
   started(host) {
     let caller = null;
-    if (host.lookups === 0 || this.#callerBudget > 0) {
-      if (host.lookups !== 0) this.#callerBudget--;
-      if (captureCaller === null) loadPerName();
+    if (captureCaller === null) loadPerName();
+    if (host.lookups === 0) caller = captureCaller();
+    else if (host.captureDue(CALLER_FIRST) && this.#callerBudget > 0) {
+      this.#callerBudget--;
+      host.captureGap(1 + Math.floor(Math.random() * (2 * CALLER_EVERY - 1)));
       caller = captureCaller();
     }
     host.started(caller);

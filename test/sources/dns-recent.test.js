@@ -1,0 +1,68 @@
+'use strict';
+
+const assert = require('node:assert/strict');
+const { RecentLookups } = require('../../lib/sources/dns/recent');
+
+// What stats() must give, from the lookups the test made: sorted, nearest-rank percentiles.
+function reference(lookups, since) {
+  const kept = lookups.filter((l) => l.time >= since);
+  const sorted = kept.map((l) => l.seconds).sort((a, b) => a - b);
+  const n = sorted.length;
+  const at = (q) => sorted[Math.min(n - 1, Math.ceil(q * n) - 1)];
+  const mean = sorted.reduce((a, x) => a + x, 0) / n;
+  const p99 = at(0.99);
+  const tail = kept.filter((l) => l.seconds >= p99);
+  const tailTotal = tail.reduce((a, l) => a + l.seconds, 0);
+  const tailWait = tail.reduce((a, l) => a + l.waited, 0);
+  return {
+    recentLookups: n,
+    p50: at(0.5),
+    p99,
+    mean,
+    stddev: Math.sqrt(sorted.reduce((a, x) => a + (x - mean) ** 2, 0) / n),
+    tail: { lookups: tail.length, meanSeconds: tailTotal / tail.length, queueWaitSeconds: tailWait / tail.length, resolveSeconds: (tailTotal - tailWait) / tail.length },
+  };
+}
+
+const close = (a, b) => Math.abs(a - b) <= 1e-12 * Math.max(1, Math.abs(b));
+
+describe('samplers/dns: recent lookups (percentiles over the window)', () => {
+  it('gives the nearest-rank p50 and p99, mean, standard deviation and tail of the lookups in the window, with ties and any count', () => {
+    let seed = 7;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    for (let round = 0; round < 300; round++) {
+      const count = 1 + Math.floor(random() * 2500);
+      const recent = new RecentLookups(2048, 60000);
+      const lookups = [];
+      // Few distinct values in some rounds: ties at the percentiles.
+      const distinct = round % 3 === 0 ? 1 + Math.floor(random() * 5) : 0;
+      for (let i = 0; i < count; i++) {
+        const seconds = distinct ? (1 + Math.floor(random() * distinct)) / 1000 : random() * 0.1;
+        const l = { time: 1000 + i * 50, seconds, waited: seconds * random() };
+        lookups.push(l);
+        recent.add(l.time, l.seconds, l.waited);
+      }
+      // The buffer keeps the last 2,048; the window starts somewhere in them.
+      const keptFrom = Math.max(0, count - 2048);
+      const since = lookups[keptFrom + Math.floor(random() * (count - keptFrom))].time;
+      const out = {};
+      recent.stats(since, out);
+      const want = reference(lookups.slice(keptFrom), since);
+      assert.equal(out.recentLookups, want.recentLookups, `round ${round}`);
+      assert.equal(out.p50, want.p50, `round ${round}: p50`);
+      assert.equal(out.p99, want.p99, `round ${round}: p99`);
+      assert.ok(close(out.mean, want.mean), `round ${round}: mean ${out.mean} vs ${want.mean}`);
+      assert.ok(close(out.stddev, want.stddev), `round ${round}: stddev ${out.stddev} vs ${want.stddev}`);
+      assert.equal(out.tail.lookups, want.tail.lookups, `round ${round}: tail`);
+      for (const k of ['meanSeconds', 'queueWaitSeconds', 'resolveSeconds']) assert.ok(close(out.tail[k], want.tail[k]), `round ${round}: tail ${k}`);
+    }
+  });
+
+  it('gives nulls for an empty window', () => {
+    const recent = new RecentLookups(2048, 60000);
+    recent.add(1000, 0.01, 0);
+    const out = {};
+    recent.stats(2000, out);
+    assert.deepEqual(out, { recentLookups: 0, p50: null, p99: null, stddev: null, tail: null, mean: null });
+  });
+});
