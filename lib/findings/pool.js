@@ -93,7 +93,7 @@ function summarizePool(sample, previous, seconds, into = null) {
   p.other = pending('other') || 0;
   pool.work = probe('work', pool.work);
   pool.dns = probe('dns', pool.dns);
-  pool.busy = details.busy || null;
+  pool.busy = details.busy ? keptBusy(details.busy, into && into.busy) : null;
   if (tracer) {
     const t = pool.tracer || { mode: undefined, armed: false, armedSince: null, jobs: NO_JOBS };
     t.mode = tracer.mode;
@@ -108,6 +108,23 @@ function summarizePool(sample, previous, seconds, into = null) {
 }
 
 const NO_JOBS = Object.freeze([]);
+
+// The busy-thread reading (details.threadpool.busy, a new object each sample) copied into the one
+// of a summary that left the window when both have the same fields in the same order, else into a
+// new object: the summary keeps it for 60 s, and the sampler's own would all survive scavenges.
+function keptBusy(busy, kept) {
+  if (typeof busy !== 'object') return busy;
+  let out = kept;
+  if (out) {
+    const a = Object.keys(busy);
+    const b = Object.keys(out);
+    if (a.length !== b.length) out = null;
+    for (let i = 0; out !== null && i < a.length; i++) if (a[i] !== b[i]) out = null;
+  }
+  if (!out) out = {};
+  for (const k in busy) out[k] = busy[k];
+  return out;
+}
 
 // A probe's { wait, stuck }, in out when given.
 function probeFigures(out, wait, stuck) {

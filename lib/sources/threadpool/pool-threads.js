@@ -76,7 +76,7 @@ class PoolThreads {
       this.#previous = { at, cpu };
       // The pool starts with its first job; before that no worker exists yet, named or not.
       if (Number(process.versions.uv.split('.')[0]) === 1 && Number(process.versions.uv.split('.')[1]) < 50) {
-        return { available: false, reason: `libuv ${process.versions.uv} (Node ${process.versions.node.split('.')[0]}) does not name its pool threads (libuv 1.50+, Node 22+ does)` };
+        return { available: false, reason: unnamedReason() };
       }
       return { available: false, reason: 'no libuv-worker thread yet (the pool starts with its first job)', workers: 0 };
     }
@@ -162,6 +162,14 @@ function rates(previous, at, cpu) {
  */
 function createPoolThreads(options) {
   return new PoolThreads(options);
+}
+
+// Why threads cannot be told apart under an older libuv: one string for the process's life (the
+// findings window keeps each interval's reading for 60 s, 600 of them at a 100 ms interval).
+let unnamed = null;
+function unnamedReason() {
+  if (unnamed === null) unnamed = `libuv ${process.versions.uv} (Node ${process.versions.node.split('.')[0]}) does not name its pool threads (libuv 1.50+, Node 22+ does)`;
+  return unnamed;
 }
 
 module.exports = { createPoolThreads, WORKER_NAME };
