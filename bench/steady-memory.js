@@ -47,15 +47,15 @@ const APP = path.join(__dirname, 'fixtures', 'steady-app.js');
 const NAMES = 50;
 
 function parseArgs(argv) {
-  const opts = { minutes: 3, every: 5, nodes: [20, 24], scrape: 15, count: 500, repeat: 5, warmup: 65, series: true, counts: true };
+  const opts = { minutes: 3, every: 5, nodes: [20, 24], scrape: 15, count: 500, repeat: 5, warmup: 65, series: true, counts: true, profile: null };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--no-series') opts.series = false;
     else if (argv[i] === '--no-count') opts.counts = false;
     else {
-      const m = /^--(minutes|every|nodes|scrape|count|repeat|warmup)(?:=(.*))?$/.exec(argv[i]);
+      const m = /^--(minutes|every|nodes|scrape|count|repeat|warmup|profile)(?:=(.*))?$/.exec(argv[i]);
       if (!m) throw new Error(`unknown argument ${argv[i]} (see the top of ${__filename})`);
       const v = m[2] !== undefined ? m[2] : argv[++i];
-      opts[m[1]] = m[1] === 'nodes' ? v.split(',').map(Number) : Number(v);
+      opts[m[1]] = m[1] === 'nodes' ? v.split(',').map(Number) : m[1] === 'profile' ? path.resolve(v) : Number(v);
     }
   }
   return opts;
@@ -82,8 +82,36 @@ async function runChild(children, { node, variant, mode, env, flags = [], timeou
     : spawn(node, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] }));
   const { code, stdout, stderr, timedOut } = await childOutput(child, timeoutMs);
   if (timedOut || code !== 0) throw new Error(`${variant.label} (${mode}) ${timedOut ? 'overran' : `exited ${code}`}: ${stderr}`);
-  const lines = stdout.trim().split('\n').map((l) => JSON.parse(l));
-  return { lines: lines.filter((l) => !l.done), totals: lines.find((l) => l.done) };
+  // --trace-gc-nvp writes its lines to stdout too: the app's own are the JSON ones.
+  const lines = stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  return { lines: lines.filter((l) => !l.done && !l.profile), totals: lines.find((l) => l.done), profile: (lines.find((l) => l.profile) || {}).profile, scavenges: scavenges(stdout) };
+}
+
+/**
+ * The GCs in --trace-gc-nvp output (the child's stdout): { t (s since the isolate started), full
+ * (a mark-compact: the readings' own), survived (bytes of the young generation that survived it:
+ * promoted plus copied within the young generation, the sum V8 compares with the young
+ * generation's capacity to decide that it grows; a full GC's promotions count too), capacity }.
+ * @param {string} stdout
+ */
+function scavenges(stdout) {
+  const out = [];
+  for (const line of stdout.split('\n')) {
+    const m = /\s(\d+) ms: .*\bgc=(s|mc)\b/.exec(line);
+    if (!m) continue;
+    const field = (name) => Number((new RegExp(`\\b${name}=(\\d+)`).exec(line) || [])[1] || 0);
+    out.push({ t: Number(m[1]) / 1000, full: m[2] === 'mc', survived: field('promoted') + field('new_space_survived'), capacity: field('new_space_capacity') });
+  }
+  return out;
+}
+
+// Bytes of the young generation that survived a GC, per second after the first minute (V8's own
+// count, as above; the readings' full GCs included, which promote what is alive at each reading).
+function survivedPerSecond(r) {
+  const after = r.scavenges.filter((s) => s.t >= 60);
+  if (after.length < 2) return null;
+  const sum = after.reduce((a, s) => a + s.survived, 0);
+  return sum / (after[after.length - 1].t - 60);
 }
 
 const mib = (b) => (b / 1048576).toFixed(1);
@@ -101,17 +129,42 @@ function printSeries(results, opts) {
     if (after.length > 2) console.log(`  ${label.padEnd(13)} ${'slope'.padEnd(8)} ${KEYS.map((k) => `${(slope(after.map((p) => ({ t: p.t, y: p[k] }))) * 60 / 1024).toFixed(1)} KB/m`.padStart(14)).join('')}`);
     if (i > 0) console.log(`  ${label.padEnd(13)} ${'- without'.padEnd(8)} ${KEYS.map((k) => `${(end(r)[k] - end(results[0])[k] >= 0 ? '+' : '')}${mib(end(r)[k] - end(results[0])[k])}`.padStart(14)).join('')}`);
     console.log(`  ${label.padEnd(13)} ${r.totals.requests} requests, ${r.totals.lookups} lookups, ${r.totals.errors} errors in ${opts.minutes} min`);
+    const survived = survivedPerSecond(r);
+    if (survived !== null) {
+      const base = i > 0 ? survivedPerSecond(results[0]) : null;
+      const diff = base !== null ? `, ${survived - base >= 0 ? '+' : ''}${((survived - base) / 1024).toFixed(1)} KB/s over without` : '';
+      const perRequest = survived / (r.totals.requests / (opts.minutes * 60));
+      console.log(`  ${label.padEnd(13)} survived young GCs after 1 min: ${(survived / 1024).toFixed(1)} KB/s (${perRequest.toFixed(0)} B a request${diff}); young generation grew at ${r.scavenges.some((s) => s.capacity > 0) ? r.scavenges.filter((s, k) => k > 0 && s.capacity > r.scavenges[k - 1].capacity).map((s) => `${s.t.toFixed(0)} s`).join(', ') || '-' : '(not printed by this V8)'}`);
+    }
+  }
+}
+
+// The functions that allocated what survived a scavenge (the children's sampling heap profile
+// after the first minute), the top 25 of each variant, and the whole list in a file.
+function printProfiles(results, dir, major) {
+  fs.mkdirSync(dir, { recursive: true });
+  for (const [i, r] of results.entries()) {
+    if (!r.profile) continue;
+    const file = path.join(dir, `node${major}-${VARIANTS[i].label.replace(/\s+/g, '-')}.json`);
+    fs.writeFileSync(file, JSON.stringify(r.profile, null, 1));
+    const total = r.profile.reduce((a, f) => a + f.bytes, 0);
+    console.log(`  ${VARIANTS[i].label}: allocated and survived a scavenge, ${(total / 1024).toFixed(0)} KB sampled (${file})`);
+    for (const f of r.profile.slice(0, 25)) console.log(`    ${(f.bytes / 1024).toFixed(1).padStart(9)} KB  ${f.name}`);
   }
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const range = (xs) => `${median(xs).toFixed(0).padStart(6)} B (${Math.min(...xs).toFixed(0)} to ${Math.max(...xs).toFixed(0)})`;
 
-function printCounts(without, withAgent, n) {
+function printCounts(without, withAgent, n, fast) {
   const w = without.lines[0];
   const a = withAgent.lines[0];
-  console.log(`  ${''.padEnd(12)} ${'allocated, median (range)'.padEnd(30)} ${'kept past a scavenge'.padEnd(30)} the app alone (alloc/kept)`);
-  console.log(`  ${'per sample'.padEnd(12)} ${range(a.sample.map((m) => m.alloc)).padEnd(30)} ${range(a.sample.map((m) => m.kept)).padEnd(30)} -`);
+  const f = fast.lines[0];
+  console.log(`  ${''.padEnd(16)} ${'allocated, median (range)'.padEnd(30)} ${'kept past a scavenge'.padEnd(30)} the app alone (alloc/kept)`);
+  for (const [label, r] of [['1 s', a], ['100 ms', f]]) {
+    console.log(`  ${`per sample ${label}`.padEnd(16)} ${range(r.sample.map((m) => m.alloc)).padEnd(30)} ${range(r.sample.map((m) => m.kept)).padEnd(30)} - (young: ${range(r.sample.map((m) => m.young)).trim()})`);
+    console.log(`  ${`per second ${label}`.padEnd(16)} ${range(r.second.map((m) => m.alloc)).padEnd(30)} ${range(r.second.map((m) => m.kept)).padEnd(30)} - (young: ${range(r.second.map((m) => m.young)).trim()}; quiet)`);
+  }
   for (const key of ['lookup', 'request']) {
     if (!a[key].length || !w[key].length) {
       console.log(`  per ${key}: no complete window (chunks spoiled 5 times over)`);
@@ -119,7 +172,7 @@ function printCounts(without, withAgent, n) {
     }
     const base = (k) => median(w[key].map((m) => m[k]));
     const per = (k) => range(a[key].map((m) => (m[k] - base(k)) / n));
-    console.log(`  ${`per ${key}`.padEnd(12)} ${per('alloc').padEnd(30)} ${per('kept').padEnd(30)} ${(base('alloc') / n).toFixed(0)} / ${(base('kept') / n).toFixed(0)} B`);
+    console.log(`  ${`per ${key} 1 s`.padEnd(16)} ${per('alloc').padEnd(30)} ${per('kept').padEnd(30)} ${(base('alloc') / n).toFixed(0)} / ${(base('kept') / n).toFixed(0)} B`);
   }
   if (a.spoiled || w.spoiled) console.log(`  (${a.spoiled + w.spoiled} chunks run again: another GC or the agent's own sample ran in them)`);
 }
@@ -145,16 +198,20 @@ async function main() {
         console.log(`\nnode ${version}: series`);
         const env = { SECONDS_TOTAL: String(opts.minutes * 60), EVERY: String(opts.every), SCRAPE: String(opts.scrape) };
         const timeoutMs = (opts.minutes * 60 + 60) * 1000;
-        const results = await Promise.all(VARIANTS.map((variant) => runChild(children, { node, variant, mode: 'series', env, timeoutMs, namespace })));
+        const flags = ['--trace-gc-nvp'];
+        const results = await Promise.all(VARIANTS.map((variant) => runChild(children, { node, variant, mode: 'series', env: { ...env, ...(opts.profile ? { PROFILE: '1' } : {}) }, flags, timeoutMs, namespace })));
         printSeries(results, opts);
+        if (opts.profile) printProfiles(results, opts.profile, major);
       }
       if (opts.counts) {
-        console.log(`\nnode ${version}: bytes the agent allocates (1 s interval), ${opts.count} events a window`);
+        console.log(`\nnode ${version}: bytes the agent allocates (per sample and per second at 1 s and 100 ms; per event at 1 s), ${opts.count} events a window`);
         const env = { COUNT: String(opts.count), REPEAT: String(opts.repeat), WARMUP: String(opts.warmup) };
         const flags = ['--min-semi-space-size=64', '--max-semi-space-size=64'];
-        const run = (variant) => runChild(children, { node, variant, mode: 'count', env, flags, timeoutMs: (opts.warmup + 60 + 30 * opts.repeat) * 1000, namespace });
-        const [without, withAgent] = await Promise.all([run(VARIANTS[0]), run(VARIANTS[1])]);
-        printCounts(without, withAgent, opts.count);
+        const run = (variant, extra = {}) => runChild(children, { node, variant, mode: 'count', env: { ...env, ...extra }, flags, timeoutMs: (opts.warmup + 60 + 30 * opts.repeat) * 1000, namespace });
+        // At 100 ms a chunk of events cannot fit between two samples: that child measures the
+        // sample and the second only.
+        const [without, withAgent, fast] = await Promise.all([run(VARIANTS[0]), run(VARIANTS[1]), run(VARIANTS[2], { NO_EVENTS: '1' })]);
+        printCounts(without, withAgent, opts.count, fast);
       }
     }
   } finally {

@@ -1,7 +1,7 @@
 'use strict';
 
 const RULES = require('./index');
-const { summarize, mergeHosts, isActive, blockedInInterval, HOST_BUCKETS } = require('./window');
+const { summarize, mergeHosts, isActive, blockedInInterval, HostPool, HOST_BUCKETS } = require('./window');
 const { poolHeld } = require('./pool');
 
 // The engine's own limits; each rule declares its own (lib/findings/rules/*.js).
@@ -44,6 +44,7 @@ class FindingsEngine {
   #previous = null;
   #previousTime;
   #context;
+  #spareHosts = new HostPool();
 
   /** @param {{ intervalMs: number, startTime?: number, limits?: Partial<typeof LIMITS> }} options */
   constructor({ intervalMs, startTime = Date.now(), limits = {} }) {
@@ -62,17 +63,20 @@ class FindingsEngine {
   evaluate(sample) {
     const window = this.#window;
     const lim = this.#lim;
-    const summary = summarize(sample, this.#previous, this.#previousTime);
+    // A full window's oldest summary leaves it and is overwritten with this interval's figures
+    // (its parts too: the rules' own figures, the pool's, the hostnames'): what the window keeps
+    // lives for its 60 s, and new objects for it every interval would all survive scavenges.
+    const leaving = window.length >= this.#size ? window.shift() : null;
+    const summary = summarize(sample, this.#previous, this.#previousTime, leaving, this.#spareHosts);
     if (KEEPING.length) {
-      summary.own = {};
-      for (const rule of KEEPING) summary.own[rule.id] = rule.interval(sample);
+      const own = summary.own || (summary.own = {});
+      for (let i = 0; i < KEEPING.length; i++) own[KEEPING[i].id] = KEEPING[i].interval(sample, own[KEEPING[i].id]);
     }
     // Only what the next summary reads of this one (the probes' cumulative waits): keeping the
     // whole sample would keep every hostname's figures alive for one more interval.
     this.#previous = { time: sample.time, points: sample.points.filter((p) => p.name === 'nodejs.uv.threadpool.queue_wait') };
     this.#previousTime = sample.time;
     window.push(summary);
-    if (window.length > this.#size) window.shift();
     // dns-tail-latency reads the latest summary's tails only (they cover the sampler's last 60 s
     // already): kept in every summary they cost ~18 KB per kept hostname.
     if (window.length > 1) window[window.length - 2].tails = null;
@@ -85,7 +89,7 @@ class FindingsEngine {
     if (summary.poolHeld || blockedInInterval(summary, lim) > 0) {
       for (let i = 0; i < summary.hosts.length; i++) summary.hosts[i].noCacheSeconds = summary.hosts[i].noCacheQueueWait = 0;
     }
-    mergeHosts(window, lim.windowMs / HOST_BUCKETS);
+    mergeHosts(window, lim.windowMs / HOST_BUCKETS, this.#spareHosts);
     this.#keepCallers(sample);
     this.#context.resolver = sample.details.resolver;
     const found = [];

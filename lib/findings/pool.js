@@ -49,24 +49,26 @@ function typeName(type) {
  * @param {{ points: readonly object[], details: object }} sample
  * @param {{ points: readonly object[] }|null} previous
  * @param {number} seconds length of the interval
+ * @param {object|null} [into] the figures of a summary that left the window, overwritten (with
+ *   their pending, probe and tracer parts) rather than new ones made
  */
-function summarizePool(sample, previous, seconds) {
+function summarizePool(sample, previous, seconds, into = null) {
   const details = (sample.details && sample.details.threadpool) || {};
   const value = (name, attrs = {}) => {
     const p = findPoint(sample.points, name, attrs);
     return p ? p.value : undefined;
   };
-  const probe = (queue) => {
+  const probe = (queue, out) => {
     const fromDetails = details.probes && details.probes[queue];
     if (fromDetails) {
       const waits = [fromDetails.maxWaitSeconds, fromDetails.inFlightSeconds].filter((w) => typeof w === 'number' && w > 0);
-      return { wait: waits.length ? Math.max(...waits) : (fromDetails.maxWaitSeconds === 0 ? 0 : null), stuck: fromDetails.inFlightSeconds > 0 };
+      return probeFigures(out, waits.length ? Math.max(...waits) : (fromDetails.maxWaitSeconds === 0 ? 0 : null), fromDetails.inFlightSeconds > 0);
     }
     // Without details: the mean of the probes completed in the interval, or, for a probe still in
     // flight at sampling time, at least the interval (it was launched right after the last sample).
     const attrs = { 'nodejs.uv.threadpool.queue': queue };
     const now = findPoint(sample.points, 'nodejs.uv.threadpool.queue_wait', attrs);
-    if (!now) return { wait: null, stuck: false };
+    if (!now) return probeFigures(out, null, false);
     const before = previous && findPoint(previous.points, 'nodejs.uv.threadpool.queue_wait', attrs);
     const count = now.histogram.count - (before ? before.histogram.count : 0);
     const sum = now.histogram.sum - (before ? before.histogram.sum : 0);
@@ -74,32 +76,62 @@ function summarizePool(sample, previous, seconds) {
     const waits = [];
     if (count > 0) waits.push(sum / count);
     if (stuck) waits.push(seconds);
-    return { wait: waits.length ? Math.max(...waits) : null, stuck };
+    return probeFigures(out, waits.length ? Math.max(...waits) : null, stuck);
   };
   const pending = (kind) => value('nodejs.uv.threadpool.pending', { 'nodejs.uv.threadpool.kind': kind });
   const probeIn = (queue) => value('uvscope.probe.in_flight', { 'nodejs.uv.threadpool.queue': queue }) || 0;
   const tracer = details.tracer || null;
-  return {
-    size: details.size || value('nodejs.uv.threadpool.size'),
-    slots: details.dnsSlots || value('nodejs.uv.threadpool.dns_slots'),
-    // the app's own work: the agent's probes are taken out
-    pending: {
-      dns: Math.max(0, (pending('dns') || 0) - probeIn('dns')),
-      fs: pending('fs') || 0,
-      crypto: pending('crypto') || 0, // the tracer does not count the agent's own probes
-      zlib: pending('zlib') || 0,
-      other: pending('other') || 0,
-    },
-    work: probe('work'),
-    dns: probe('dns'),
-    busy: details.busy || null,
-    tracer: tracer && {
-      mode: tracer.mode,
-      armed: Boolean(tracer.armed),
-      armedSince: tracer.armedSince || null,
-      jobs: Array.isArray(tracer.jobs) ? tracer.jobs : [],
-    },
-  };
+  const pool = into || { size: undefined, slots: undefined, pending: null, work: null, dns: null, busy: null, tracer: null };
+  pool.size = details.size || value('nodejs.uv.threadpool.size');
+  pool.slots = details.dnsSlots || value('nodejs.uv.threadpool.dns_slots');
+  // the app's own work: the agent's probes are taken out
+  const p = pool.pending || (pool.pending = { dns: 0, fs: 0, crypto: 0, zlib: 0, other: 0 });
+  p.dns = Math.max(0, (pending('dns') || 0) - probeIn('dns'));
+  p.fs = pending('fs') || 0;
+  p.crypto = pending('crypto') || 0; // the tracer does not count the agent's own probes
+  p.zlib = pending('zlib') || 0;
+  p.other = pending('other') || 0;
+  pool.work = probe('work', pool.work);
+  pool.dns = probe('dns', pool.dns);
+  pool.busy = details.busy ? keptBusy(details.busy, into && into.busy) : null;
+  if (tracer) {
+    const t = pool.tracer || { mode: undefined, armed: false, armedSince: null, jobs: NO_JOBS };
+    t.mode = tracer.mode;
+    t.armed = Boolean(tracer.armed);
+    t.armedSince = tracer.armedSince || null;
+    t.jobs = Array.isArray(tracer.jobs) ? (tracer.jobs.length ? tracer.jobs : NO_JOBS) : NO_JOBS;
+    pool.tracer = t;
+  } else {
+    pool.tracer = null;
+  }
+  return pool;
+}
+
+const NO_JOBS = Object.freeze([]);
+
+// The busy-thread reading (details.threadpool.busy, a new object each sample) copied into the one
+// of a summary that left the window when both have the same fields in the same order, else into a
+// new object: the summary keeps it for 60 s, and the sampler's own would all survive scavenges.
+function keptBusy(busy, kept) {
+  if (typeof busy !== 'object') return busy;
+  let out = kept;
+  if (out) {
+    const a = Object.keys(busy);
+    const b = Object.keys(out);
+    if (a.length !== b.length) out = null;
+    for (let i = 0; out !== null && i < a.length; i++) if (a[i] !== b[i]) out = null;
+  }
+  if (!out) out = {};
+  for (const k in busy) out[k] = busy[k];
+  return out;
+}
+
+// A probe's { wait, stuck }, in out when given.
+function probeFigures(out, wait, stuck) {
+  if (out === null) return { wait, stuck };
+  out.wait = wait;
+  out.stuck = stuck;
+  return out;
 }
 
 /**
@@ -245,20 +277,21 @@ function cpuBudget(points) {
  * CPU and waiting for one (its schedstat), the whole process's CPU time, the loop's utilization
  * and the CPU budget. Nulls where the platform does not tell.
  * @param {{ points: readonly object[], details: any }} sample
+ * @param {object} [kept] what this returned for an interval that left the window, overwritten
  */
-function cpuFigures(sample) {
+function cpuFigures(sample, kept) {
   const el = (sample.details && sample.details.eventloop) || {};
   const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
   const elu = findPoint(sample.points, 'nodejs.eventloop.utilization');
   const budget = cpuBudget(sample.points);
-  return {
-    mainCpu: num(el.mainThreadCpuSeconds),
-    mainWait: num(el.mainThreadWaitSeconds),
-    processCpu: num(el.processCpuSeconds),
-    utilization: elu ? num(elu.value) : null,
-    budget: budget.cpus,
-    budgetFrom: budget.from,
-  };
+  const out = kept || { mainCpu: null, mainWait: null, processCpu: null, utilization: null, budget: 0, budgetFrom: 'cores' };
+  out.mainCpu = num(el.mainThreadCpuSeconds);
+  out.mainWait = num(el.mainThreadWaitSeconds);
+  out.processCpu = num(el.processCpuSeconds);
+  out.utilization = elu ? num(elu.value) : null;
+  out.budget = budget.cpus;
+  out.budgetFrom = budget.from;
+  return out;
 }
 
 const NOT_STARVED = Object.freeze({ pool: false, loop: false });

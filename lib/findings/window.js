@@ -12,40 +12,58 @@ const { summarizePool } = require('./pool');
  * @param {{ time: number, points: readonly object[], details: object }} sample
  * @param {{ time: number, points: readonly object[] }|null} previous what the last interval kept (its probe waits)
  * @param {number} previousTime the last interval's time (or the engine's start)
+ * @param {object|null} [into] a summary that has left the window, overwritten rather than a new
+ *   one made: at a 100 ms interval the window holds 600 summaries, each kept for 60 s, so a new
+ *   one per interval is 10 objects a second that all survive scavenges (and make V8 grow its
+ *   young generation)
+ * @param {HostPool} [spare] compact host figures that left the window, reused by compactHosts
  */
-function summarize(sample, previous, previousTime) {
+function summarize(sample, previous, previousTime, into = null, spare = null) {
   const value = (name, attrs = {}) => {
     const p = findPoint(sample.points, name, attrs);
     return p ? p.value : undefined;
   };
   const waitNow = findPoint(sample.points, 'nodejs.uv.threadpool.queue_wait', { 'nodejs.uv.threadpool.queue': 'dns' });
   const waitBefore = previous && findPoint(previous.points, 'nodejs.uv.threadpool.queue_wait', { 'nodejs.uv.threadpool.queue': 'dns' });
-  const waits = waitNow ? { count: waitNow.histogram.count - (waitBefore ? waitBefore.histogram.count : 0), sum: waitNow.histogram.sum - (waitBefore ? waitBefore.histogram.sum : 0) } : { count: 0, sum: 0 };
+  const waitCount = waitNow ? waitNow.histogram.count - (waitBefore ? waitBefore.histogram.count : 0) : 0;
+  const waitSum = waitNow ? waitNow.histogram.sum - (waitBefore ? waitBefore.histogram.sum : 0) : 0;
   const probeStuck = value('uvscope.probe.in_flight', { 'nodejs.uv.threadpool.queue': 'dns' }) || 0;
   const seconds = Math.max(0.001, (sample.time - previousTime) / 1000);
+  const s = into || newSummary();
+  if (into && spare) spare.release(into.hosts);
+  s.time = sample.time;
+  s.seconds = seconds;
+  s.size = value('nodejs.uv.threadpool.size');
+  s.slots = value('nodejs.uv.threadpool.dns_slots');
+  s.pendingDns = (value('nodejs.uv.threadpool.pending', { 'nodejs.uv.threadpool.kind': 'dns' }) || 0) - probeStuck;
+  s.queuedDns = Math.max(0, (value('nodejs.uv.threadpool.queued', { 'nodejs.uv.threadpool.kind': 'dns' }) || 0) - probeStuck);
+  s.probeStuck = probeStuck;
+  s.dnsWaitMean = waitCount > 0 ? waitSum / waitCount : null;
+  s.delayMax = value('nodejs.eventloop.delay.max');
+  s.cpuBudget = value('process.cpu.budget'); // CPUs the process may use (lib/sources/cpu.js)
+  s.delayP99 = value('nodejs.eventloop.delay.p99');
+  // The share of its runnable time the main thread spent on a CPU rather than waiting for one:
+  // on an overloaded host or under a CPU quota the loop is late without the app blocking it.
+  s.loopCpuShare = cpuShare(sample.details.eventloop);
+  s.loopBlockedOnCpu = sample.details.eventloop && typeof sample.details.eventloop.blockedOnCpuMaxSeconds === 'number' ? sample.details.eventloop.blockedOnCpuMaxSeconds : null;
+  // The first interval holds the app's and the agent's startup (modules loaded synchronously
+  // before anything is served): its loop delay is not a blocked service.
+  s.startup = previous === null;
+  s.hosts = compactHosts(sample.details.dns, spare);
+  // The hostnames whose recent lookups have a tail (dns-tail-latency reads the latest only).
+  s.tails = tailHosts(sample.details.dns);
+  s.pool = summarizePool(sample, previous, seconds, into && into.pool);
+  s.hostsSince = undefined;
+  return s;
+}
+
+// Every field from the start (own and poolHeld are the engine's), so that every summary has one
+// shape.
+function newSummary() {
   return {
-    time: sample.time,
-    seconds,
-    size: value('nodejs.uv.threadpool.size'),
-    slots: value('nodejs.uv.threadpool.dns_slots'),
-    pendingDns: (value('nodejs.uv.threadpool.pending', { 'nodejs.uv.threadpool.kind': 'dns' }) || 0) - probeStuck,
-    queuedDns: Math.max(0, (value('nodejs.uv.threadpool.queued', { 'nodejs.uv.threadpool.kind': 'dns' }) || 0) - probeStuck),
-    probeStuck,
-    dnsWaitMean: waits.count > 0 ? waits.sum / waits.count : null,
-    delayMax: value('nodejs.eventloop.delay.max'),
-    cpuBudget: value('process.cpu.budget'), // CPUs the process may use (lib/sources/cpu.js)
-    delayP99: value('nodejs.eventloop.delay.p99'),
-    // The share of its runnable time the main thread spent on a CPU rather than waiting for one:
-    // on an overloaded host or under a CPU quota the loop is late without the app blocking it.
-    loopCpuShare: cpuShare(sample.details.eventloop),
-    loopBlockedOnCpu: sample.details.eventloop && typeof sample.details.eventloop.blockedOnCpuMaxSeconds === 'number' ? sample.details.eventloop.blockedOnCpuMaxSeconds : null,
-    // The first interval holds the app's and the agent's startup (modules loaded synchronously
-    // before anything is served): its loop delay is not a blocked service.
-    startup: previous === null,
-    hosts: compactHosts(sample.details.dns),
-    // The hostnames whose recent lookups have a tail (dns-tail-latency reads the latest only).
-    tails: tailHosts(sample.details.dns),
-    pool: summarizePool(sample, previous, seconds),
+    time: 0, seconds: 0, size: undefined, slots: undefined, pendingDns: 0, queuedDns: 0, probeStuck: 0, dnsWaitMean: null,
+    delayMax: undefined, cpuBudget: undefined, delayP99: undefined, loopCpuShare: null, loopBlockedOnCpu: null, startup: false,
+    hosts: NO_HOSTS, tails: null, pool: null, hostsSince: undefined, own: null, poolHeld: false,
   };
 }
 
@@ -59,15 +77,19 @@ const HOST_BUCKETS = 12;
 // Per-interval counts and sums of a hostname's details, added up when intervals merge; max* fields
 // take the largest; any other number is a figure of the moment and takes the latest.
 const SUMMED = new Set(['lookups', 'errors', 'seconds', 'duplicates', 'timeouts', 'queueWaitSeconds', 'resolveSeconds', 'queuedLookups', 'intervals', 'noCacheSeconds', 'noCacheQueueWait']);
-const NO_HOSTS = Object.freeze([]);
+/** @type {object[]} the list of a summary without hostnames (frozen: never pushed to) */
+const NO_HOSTS = /** @type {any} */ (Object.freeze([]));
 
 /**
  * Merge the latest summary's hostnames into the bucket of the one before, while that bucket is
- * younger than bucketMs; the earlier summary then keeps none.
+ * younger than bucketMs; the earlier summary then keeps none. The bucket's list is appended to in
+ * place (one list a bucket, not one a sample), and a latest figure merged into the bucket's goes
+ * back to spare.
  * @param {object[]} window interval summaries, oldest first
  * @param {number} bucketMs
+ * @param {HostPool} [spare]
  */
-function mergeHosts(window, bucketMs) {
+function mergeHosts(window, bucketMs, spare = null) {
   const summary = window[window.length - 1];
   const prev = window.length > 1 ? window[window.length - 2] : null;
   if (!prev || prev.hostsSince === undefined || summary.time - prev.hostsSince >= bucketMs) {
@@ -75,52 +97,124 @@ function mergeHosts(window, bucketMs) {
     return;
   }
   summary.hostsSince = prev.hostsSince;
-  const byName = mergeMap;
-  for (let i = 0; i < prev.hosts.length; i++) byName.set(prev.hosts[i].name, prev.hosts[i]);
-  for (let i = 0; i < summary.hosts.length; i++) {
-    const h = summary.hosts[i];
-    const m = byName.get(h.name);
-    if (!m) {
-      byName.set(h.name, h);
+  // Each name once, in the order it first came, with the last figures of that name (a name twice
+  // in the bucket keeps the later in the earlier's place): the bucket's list itself when it holds
+  // each name once, as it does unless a sampler repeats a name.
+  const index = mergeIndex;
+  if (index.size > MERGE_INDEX_MAX) index.clear();
+  let merged = prev.hosts === NO_HOSTS ? [] : prev.hosts;
+  for (let i = 0; i < prev.hosts.length; i++) {
+    const h = prev.hosts[i];
+    const at = indexOf(index, merged, h.name, i);
+    if (at === -1) {
+      index.set(h.name, i);
       continue;
     }
+    // A name again: a new list, built as the names come.
+    merged = [];
+    for (let j = 0; j < prev.hosts.length; j++) {
+      const g = prev.hosts[j];
+      const k = indexOf(index, merged, g.name, merged.length);
+      if (k === -1) {
+        index.set(g.name, merged.length);
+        merged.push(g);
+      } else {
+        merged[k] = g;
+      }
+    }
+    break;
+  }
+  for (let i = 0; i < summary.hosts.length; i++) {
+    const h = summary.hosts[i];
+    const at = indexOf(index, merged, h.name, merged.length);
+    if (at === -1) {
+      index.set(h.name, merged.length);
+      merged.push(h);
+      continue;
+    }
+    const m = merged[at];
     for (const k in h) {
       if (typeof h[k] !== 'number') continue;
       if (SUMMED.has(k)) m[k] = (m[k] || 0) + h[k];
       else if (k.startsWith('max')) m[k] = Math.max(m[k] || 0, h[k]);
       else m[k] = h[k]; // a figure of the moment (inFlight, totalLookups, ...): the latest
     }
+    if (spare && m !== h) spare.put(h);
   }
-  const merged = [];
-  byName.forEach((h) => merged.push(h));
-  byName.clear();
   summary.hosts = merged;
   prev.hosts = NO_HOSTS;
 }
 
-// mergeHosts' index by name, emptied after each use: one Map for the engine's life rather than
-// one (with a table per kept hostname) per sample.
-const mergeMap = new Map();
+// Where name is in list[0..end), or -1: mergeIndex gives the place it was last put at, which
+// holds for this list only if the name is there (an entry from an earlier merge points
+// elsewhere). One Map for the engine's life, never cleared while small: Map#clear() allocates a
+// new table, which then grows again with every sample's names.
+function indexOf(index, list, name, end) {
+  const at = index.get(name);
+  return at !== undefined && at < end && list[at].name === name ? at : -1;
+}
+
+const mergeIndex = new Map();
+const MERGE_INDEX_MAX = 4096;
+
+/**
+ * Compact host figures that left the window, for compactHosts to fill again: the window's
+ * hostnames then make no new objects in a steady app (a bucket keeps one per name for 60 s,
+ * and each interval's are merged into them).
+ */
+class HostPool {
+  #free = [];
+
+  /** A spare figure, or null. */
+  take() {
+    return this.#free.length > 0 ? this.#free.pop() : null;
+  }
+
+  /** @param {object} h a compact figure nothing refers to any more */
+  put(h) {
+    if (this.#free.length < HOST_POOL_MAX) this.#free.push(h);
+  }
+
+  /** @param {readonly object[]} hosts a list that left the window */
+  release(hosts) {
+    for (let i = 0; i < hosts.length; i++) this.put(hosts[i]);
+  }
+}
+
+const HOST_POOL_MAX = 1024;
 
 // What the rules read of a hostname's interval, for the hostnames active in it: the window holds
 // these, merged (mergeHosts), not the snapshot's full details with callers (~20 KB per kept
 // hostname over a 60 s window at a 1 s interval).
-function compactHosts(dns) {
-  const out = [];
+function compactHosts(dns, spare) {
   const hosts = (dns && dns.hosts) || [];
+  /** @type {object[]} */
+  let out = NO_HOSTS;
   // Index loops: this runs once a sample over every hostname, where for...of makes an iterator
   // result per hostname.
   for (let i = 0; i < hosts.length; i++) {
     const h = hosts[i];
     if (!isActive(h)) continue;
-    // What the rules read; add a field here to read it.
-    out.push({
-      name: h.name, lookups: h.lookups, duplicates: h.duplicates, maxDuplicates: h.duplicates, maxInFlight: h.maxInFlight, timeouts: h.timeouts, maxSeconds: h.maxSeconds,
-      // each lookup's split (impact of threadpool-dns-saturated) and dns-no-cache's cost (zeroed
-      // where other work held the pool), intervals with lookups (its sustained repetition)
-      seconds: h.seconds || 0, queueWaitSeconds: h.queueWaitSeconds || 0, queuedLookups: h.queuedLookups || 0,
-      noCacheSeconds: h.seconds || 0, noCacheQueueWait: h.queueWaitSeconds || 0, intervals: h.lookups > 0 ? 1 : 0,
-    });
+    if (out === NO_HOSTS) out = [];
+    const c = (spare && spare.take()) || {};
+    // What the rules read; add a field here to read it (in this order: a figure taken from spare
+    // has these fields in it already).
+    c.name = h.name;
+    c.lookups = h.lookups;
+    c.duplicates = h.duplicates;
+    c.maxDuplicates = h.duplicates;
+    c.maxInFlight = h.maxInFlight;
+    c.timeouts = h.timeouts;
+    c.maxSeconds = h.maxSeconds;
+    // each lookup's split (impact of threadpool-dns-saturated) and dns-no-cache's cost (zeroed
+    // where other work held the pool), intervals with lookups (its sustained repetition)
+    c.seconds = h.seconds || 0;
+    c.queueWaitSeconds = h.queueWaitSeconds || 0;
+    c.queuedLookups = h.queuedLookups || 0;
+    c.noCacheSeconds = h.seconds || 0;
+    c.noCacheQueueWait = h.queueWaitSeconds || 0;
+    c.intervals = h.lookups > 0 ? 1 : 0;
+    out.push(c);
   }
   return out;
 }
@@ -209,4 +303,4 @@ function topHosts(window, pick) {
   return aggregate(window, pick).map((h) => ({ name: h.name, lookups: h.value }));
 }
 
-module.exports = { summarize, mergeHosts, isActive, blockedInInterval, windowSeconds, aggregate, topHosts, HOST_BUCKETS };
+module.exports = { summarize, mergeHosts, HostPool, isActive, blockedInInterval, windowSeconds, aggregate, topHosts, HOST_BUCKETS };

@@ -119,11 +119,22 @@ function sequence(recorded, all, rnd) {
   return { options, samples };
 }
 
+// As the agent does after each evaluate (lib/agent/agent.js sampleNow): the sample and the findings
+// frozen in place, so an engine that kept a part of either to write into later throws here.
+const { deepFreeze } = require('../../lib/agent/sampling');
+
 function outputs(createFindingsEngine, { options, samples }) {
   const out = [];
   try {
     const engine = createFindingsEngine(options);
-    for (const s of samples) out.push(JSON.parse(JSON.stringify(engine.evaluate(s))));
+    for (const sample of samples) {
+      const s = structuredClone(sample);
+      deepFreeze(s.points);
+      const found = engine.evaluate(s);
+      deepFreeze(s);
+      deepFreeze(found);
+      out.push(JSON.parse(JSON.stringify(found)));
+    }
   } catch (err) {
     out.push({ threw: String(err && err.message) });
   }

@@ -70,24 +70,41 @@ module.exports = defineRule({
 
 // Per-name sums, reused from sample to sample (grown as needed): lookups, seconds, queue wait.
 let scratch = new Float64Array(3 * 128);
-// A name's slot in scratch, emptied after each use: one Map for the engine's life.
+// A name's slot in scratch: one Map for the engine's life, never cleared while small (Map#clear()
+// allocates a new table, and a table that grows again every sample is allocated in old space once
+// the Map is there). An entry holds for this call only if slotNames has the name at that slot.
 const slotOf = new Map();
+const slotNames = [];
+let slots = 0;
+const SLOTS_MAX = 4096;
 const NONE = Object.freeze([]);
+
+// name's slot in this call, or -1.
+function slotFor(name) {
+  const k = slotOf.get(name);
+  return k !== undefined && k < slots && slotNames[k] === name ? k : -1;
+}
 
 // The names over the limits, costliest first. Totals per name go to a scratch array first, and
 // an object is made only for the names that cross the limits: this runs every sample over every
 // kept name. Index loops: in V8's interpreter for...of makes an iterator result per entry.
 function repeatedNames(window, lim, seconds) {
-  slotOf.clear();
+  if (slotOf.size > SLOTS_MAX) {
+    slotOf.clear();
+    slotNames.length = 0;
+  }
+  slots = 0;
   let totals = scratch;
   for (let w = 0; w < window.length; w++) {
     const hosts = window[w].hosts;
     for (let i = 0; i < hosts.length; i++) {
       const h = hosts[i];
       if (h.name === '_other') continue;
-      let k = slotOf.get(h.name);
-      if (k === undefined) {
-        slotOf.set(h.name, (k = slotOf.size));
+      let k = slotFor(h.name);
+      if (k === -1) {
+        k = slots++;
+        slotOf.set(h.name, k);
+        slotNames[k] = h.name;
         if (3 * k + 3 > totals.length) {
           const grown = new Float64Array(2 * totals.length);
           grown.set(totals);
@@ -102,17 +119,14 @@ function repeatedNames(window, lim, seconds) {
   }
   // The gate: most samples no name crosses, and nothing more is built.
   let any = false;
-  for (let k = 0; k < slotOf.size && !any; k++) any = crosses(totals, k, lim, seconds);
-  if (!any) {
-    slotOf.clear();
-    return NONE;
-  }
+  for (let k = 0; k < slots && !any; k++) any = crosses(totals, k, lim, seconds);
+  if (!any) return NONE;
   const byName = new Map();
   for (let w = 0; w < window.length; w++) {
     const hosts = window[w].hosts;
     for (let i = 0; i < hosts.length; i++) {
       const h = hosts[i];
-      if (h.name === '_other' || !crosses(totals, slotOf.get(h.name), lim, seconds)) continue;
+      if (h.name === '_other' || !crosses(totals, slotFor(h.name), lim, seconds)) continue;
       let t = byName.get(h.name);
       if (!t) byName.set(h.name, (t = { name: h.name, lookups: 0, intervals: 0, seconds: 0, queueWaitSeconds: 0, duplicates: 0, maxInFlight: 0 }));
       t.lookups += h.lookups;
@@ -123,7 +137,6 @@ function repeatedNames(window, lim, seconds) {
       t.maxInFlight = Math.max(t.maxInFlight, h.maxInFlight);
     }
   }
-  slotOf.clear();
   return [...byName.values()]
     .filter((h) => h.lookups >= lim.noCacheMinLookups && h.intervals >= lim.noCacheIntervals
       && (h.seconds / seconds >= lim.noCacheSecondsPerSecond || h.queueWaitSeconds / seconds >= lim.noCacheQueueWaitPerSecond))

@@ -21,12 +21,15 @@ module.exports = defineRule({
     advice: 'the `--max-old-space-size` to use (75 % of the limit)',
     example: '`--max-old-space-size=512` in a 256 MiB container: "The V8 heap may grow to 560 MiB but the container allows 256 MiB: the process is OOM-killed before V8 collects garbage hard or reports heap exhaustion.", with the advice `--max-old-space-size=192`',
   },
-  interval(sample) {
+  interval(sample, kept) {
     const value = (name) => {
       const p = findPoint(sample.points, name);
       return p ? p.value : undefined;
     };
-    return { heapLimit: value('v8js.memory.heap.limit'), containerLimit: value('nodejs.memory.constrained') };
+    const out = kept || { heapLimit: undefined, containerLimit: undefined };
+    out.heapLimit = value('v8js.memory.heap.limit');
+    out.containerLimit = value('nodejs.memory.constrained');
+    return out;
   },
   evaluate(window, lim) {
     const last = window[window.length - 1].own['heap-limit-above-container'];

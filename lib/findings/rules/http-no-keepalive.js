@@ -21,7 +21,7 @@ module.exports = defineRule({
     advice: 'keep-alive agents, reuse undici dispatchers; reports lookups per new connection',
     example: 'the lab\'s `zooz` incident (an upstream client without keep-alive): "63 of 63 requests to localhost opened a new connection: keep-alive is off, so each request pays for a DNS lookup and a TCP (and TLS) handshake."',
   },
-  interval: (sample) => sample.details.connections || null,
+  interval: keptConnections,
   evaluate(window, lim) {
     // The gate, every sample: a loop that allocates nothing. A host is judged with
     // keepAliveMinRequests requests, newConnectionShare of them new: fewer new connections to all
@@ -68,6 +68,36 @@ module.exports = defineRule({
     };
   },
 });
+
+// What the rule reads of an interval's connections (details.connections: the sampler's new object
+// each sample, with a list of hosts): copied into the figures of an interval that left the window
+// rather than the details kept for 60 s. Details whose hosts are not a list are kept as they are
+// (the rule's gate and sums read them as before).
+function keptConnections(sample, kept) {
+  const c = sample.details.connections || null;
+  if (!c || !Array.isArray(c.hosts)) return c;
+  const out = kept instanceof KeptConnections ? kept : new KeptConnections();
+  out.connections = c.connections;
+  out.connectSeconds = c.connectSeconds;
+  const hosts = out.hosts;
+  for (let i = 0; i < c.hosts.length; i++) {
+    const h = c.hosts[i];
+    let k = hosts[i];
+    if (k === undefined) hosts.push(k = { host: h.host, requests: h.requests, newConnections: h.newConnections });
+    k.host = h.host;
+    k.requests = h.requests;
+    k.newConnections = h.newConnections;
+  }
+  hosts.length = c.hosts.length;
+  return out;
+}
+
+class KeptConnections {
+  connections = 0;
+  connectSeconds = 0;
+  /** @type {{ host: string, requests: number, newConnections: number }[]} */
+  hosts = [];
+}
 
 // New connections to all hosts over the window; Infinity (no gate) where a figure is not a
 // non-negative number, so that such input takes the full evaluation.

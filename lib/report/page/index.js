@@ -46,14 +46,40 @@ class History {
 
   /** @param {object} snapshot */
   add(snapshot) {
-    this.#entries.push(summarize(snapshot));
-    if (this.#entries.length > this.#max) this.#entries.shift();
+    const entry = summarize(snapshot);
+    // Full: the oldest entry leaves and takes the new figures (at a 100 ms interval the history
+    // holds 30 s, and a new entry of 7 objects per sample would all survive scavenges).
+    this.#entries.push(this.#entries.length >= this.#max ? overwrite(this.#entries.shift(), entry) : entry);
   }
 
-  /** @returns {object[]} oldest first */
+  /**
+   * @returns {object[]} oldest first; the entries are overwritten as later snapshots come (once
+   *   the history is full), so a caller serializes them at once (/history.json, the exit report)
+   */
   list() {
     return this.#entries.slice();
   }
+}
+
+// fresh's figures written into old where both have the same keys in the same order, objects where
+// the other has objects (then the same, one level down), so that old serializes as fresh does;
+// else fresh.
+function overwrite(old, fresh) {
+  const keys = Object.keys(fresh);
+  const oldKeys = Object.keys(old);
+  if (keys.length !== oldKeys.length) return fresh;
+  for (let i = 0; i < keys.length; i++) {
+    if (keys[i] !== oldKeys[i] || isObject(fresh[keys[i]]) !== isObject(old[keys[i]])) return fresh;
+  }
+  for (let i = 0; i < keys.length; i++) {
+    const v = fresh[keys[i]];
+    old[keys[i]] = isObject(v) ? overwrite(old[keys[i]], v) : v;
+  }
+  return old;
+}
+
+function isObject(v) {
+  return v !== null && typeof v === 'object';
 }
 
 /**
