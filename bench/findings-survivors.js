@@ -1,7 +1,7 @@
 'use strict';
 
 // What the findings engine and the page history keep past young-generation GCs, per second, at a
-// given interval: the steady app's recorded samples (test/findings/fixtures/steady-app-samples.json)
+// given interval: the steady app's recorded samples (bench/fixtures/steady-app-samples.json)
 // replayed into evaluate() and History#add() as the agent calls them (points frozen before, sample
 // and findings after), a full window first, then two windows' worth with a minor GC every --every
 // intervals. Survived = old space growth (promotions; no full GC meanwhile) plus the young
@@ -24,7 +24,7 @@ if (typeof global.gc !== 'function') throw new Error('run with --expose-gc');
 const { createFindingsEngine } = require(path.join(root, 'lib/findings/engine'));
 const { createHistory } = require(path.join(root, 'lib/report/page'));
 const { deepFreeze } = require(path.join(root, 'lib/agent/sampling'));
-const recorded = require('../test/findings/fixtures/steady-app-samples.json');
+const recorded = require('./fixtures/steady-app-samples.json');
 const rec = recorded.find((r) => r.options.intervalMs === intervalMs) || recorded[recorded.length - 1];
 const raw = rec.samples.map((s) => JSON.stringify(s));
 const t0 = rec.samples[0].time;

@@ -4,7 +4,7 @@
 // base commit and through the working tree's, every evaluate's output compared (findings,
 // summaries, evidence, advice, impact, order). The sequences: the samples the findings tests
 // feed the engine (fixtures/recorded-samples.json) and an agent's in bench/fixtures/steady-app.js
-// at 1 s and 100 ms (fixtures/steady-app-samples.json), as recorded and recombined at random with
+// at 1 s and 100 ms (bench/fixtures/steady-app-samples.json), as recorded and recombined at random with
 // numbers perturbed, hostnames renamed, connections and DNS tails added, at 100 ms, 1 s and 5 s.
 //
 //   node test/findings/differential.js [--base <commit>] [--runs N] [--seed S]
@@ -151,8 +151,10 @@ function main() {
   const base = arg('--base', 'HEAD');
   const runs = Number(arg('--runs', 2000));
   const seed0 = Number(arg('--seed', 1));
-  const recorded = ['recorded-samples.json', 'steady-app-samples.json']
-    .flatMap((f) => JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', f), 'utf8')));
+  // The steady app's samples live with the bench that replays them (bench/ requires nothing
+  // under test/, test/support/processes.test.js).
+  const recorded = [path.join(__dirname, 'fixtures', 'recorded-samples.json'), path.join(ROOT, 'bench', 'fixtures', 'steady-app-samples.json')]
+    .flatMap((f) => JSON.parse(fs.readFileSync(f, 'utf8')));
   const all = recorded.flatMap((r) => r.samples);
   const old = baseEngine(base);
   const now = require(path.join(ROOT, 'lib', 'findings', 'engine')).createFindingsEngine;
