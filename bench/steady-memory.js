@@ -114,6 +114,21 @@ function survivedPerSecond(r) {
   return sum / (after[after.length - 1].t - 60);
 }
 
+// The survived bytes split by kind of GC after the first minute: how many scavenges a second and
+// what each kept, and the same for full GCs (the readings'): more scavenges (more allocation)
+// with the same bytes each, or more bytes each.
+function survivedByKind(r) {
+  const after = r.scavenges.filter((s) => s.t >= 60);
+  if (after.length < 2) return '';
+  const seconds = after[after.length - 1].t - 60;
+  const part = (full, label) => {
+    const gcs = after.filter((s) => s.full === full);
+    const mean = gcs.length > 0 ? gcs.reduce((a, s) => a + s.survived, 0) / gcs.length : 0;
+    return `${(gcs.length / seconds).toFixed(2)} ${label}/s, ${(mean / 1024).toFixed(1)} KB each`;
+  };
+  return `${part(false, 'scavenges')}; ${part(true, 'full GCs')}`;
+}
+
 const mib = (b) => (b / 1048576).toFixed(1);
 const KEYS = ['newSpace', 'oldSpace', 'rss', 'heapUsed'];
 
@@ -135,6 +150,7 @@ function printSeries(results, opts) {
       const diff = base !== null ? `, ${survived - base >= 0 ? '+' : ''}${((survived - base) / 1024).toFixed(1)} KB/s over without` : '';
       const perRequest = survived / (r.totals.requests / (opts.minutes * 60));
       console.log(`  ${label.padEnd(13)} survived young GCs after 1 min: ${(survived / 1024).toFixed(1)} KB/s (${perRequest.toFixed(0)} B a request${diff}); young generation grew at ${r.scavenges.some((s) => s.capacity > 0) ? r.scavenges.filter((s, k) => k > 0 && s.capacity > r.scavenges[k - 1].capacity).map((s) => `${s.t.toFixed(0)} s`).join(', ') || '-' : '(not printed by this V8)'}`);
+      console.log(`  ${label.padEnd(13)} of it: ${survivedByKind(r)}`);
     }
   }
 }

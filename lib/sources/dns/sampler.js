@@ -11,7 +11,7 @@ const { reportError } = require('../../core/errors');
 const { published } = require('../../core/channels');
 const { injectFault } = require('../../core/faults');
 const { DnsWrappers, wrapCallbackLookup } = require('./wrapper');
-const { SlotModel } = require('./slots');
+const { SlotModel, SlotLookup, LookupRecords, secondsBetween } = require('./slots');
 const { Names, resolverTimeouts } = require('./names');
 
 // How far back percentiles reach by default.
@@ -20,6 +20,18 @@ const RECENT_MS = 60000;
 // Per-lookup events (lib/core/channels.js) for exporters that record each lookup and for tracer
 // integrations. Published only when someone subscribes.
 const { dnsLookupStart: startChannel, dnsLookupEnd: endChannel } = published;
+
+/**
+ * An app lookup in flight: its name, the figures it counts in and its caller, with the model's
+ * part (slots.js). One record is reused from lookup to lookup.
+ */
+class AppLookup extends SlotLookup {
+  hostname = '';
+  /** @type {import('./name-figures').NameFigures | null} */
+  host = null;
+  /** @type {string | null} */
+  caller = null;
+}
 
 /**
  * snapshot.details.dns
@@ -40,6 +52,7 @@ class DnsSampler {
   #slots;
   #wrappers;
   #ownLookup;
+  #records = new LookupRecords(() => new AppLookup());
   #inFlight = 0;
   #active = true;
 
@@ -109,9 +122,10 @@ class DnsSampler {
   #started(hostname) {
     injectFault('dns:started');
     const host = this.#names.hostFor(hostname);
-    const start = process.hrtime.bigint();
-    const caller = this.#names.started(host);
-    const ctx = { hostname, host, start, began: null, caller };
+    const ctx = this.#records.take();
+    ctx.hostname = hostname;
+    ctx.host = host;
+    ctx.caller = this.#names.started(host);
     if (startChannel.hasSubscribers) {
       try {
         startChannel.publish({ hostname, inFlight: this.#inFlight });
@@ -125,51 +139,81 @@ class DnsSampler {
   }
 
   // The original threw: no lookup after all.
+  /** @param {AppLookup} ctx */
   #abandoned(ctx) {
+    if (!ctx.live) return;
     this.#slots.abandon(ctx);
     this.#inFlight--;
-    ctx.host.abandoned();
+    /** @type {import('./name-figures').NameFigures} */ (ctx.host).abandoned();
+    this.#release(ctx);
   }
 
   // An app lookup called back: its slot goes to the next, and (until close()) its duration and
   // wait are recorded for its name and published.
+  /**
+   * @param {AppLookup} ctx
+   * @param {Error | null} err
+   */
   #record(ctx, err) {
+    if (!ctx.live) return;
     try {
-      const now = process.hrtime.bigint();
-      this.#slots.done(ctx, now);
+      const t = process.hrtime();
+      const nowS = t[0];
+      const nowNs = t[1];
+      this.#slots.done(ctx, nowS, nowNs);
       this.#inFlight--;
       injectFault('dns:record');
-      const { host } = ctx;
+      const host = /** @type {import('./name-figures').NameFigures} */ (ctx.host);
       host.ended();
       if (!this.#active) return;
-      const seconds = Number(now - ctx.start) / 1e9;
-      const waited = Math.min(seconds, Number(ctx.began - ctx.start) / 1e9);
-      const errorType = err ? String(err.code || err.name || 'Error') : '';
+      const seconds = secondsBetween(ctx.startS, ctx.startNs, nowS, nowNs);
+      const waited = Math.min(seconds, secondsBetween(ctx.startS, ctx.startNs, ctx.beganS, ctx.beganNs));
+      const errorType = err ? String(/** @type {any} */ (err).code || err.name || 'Error') : '';
       this.#names.record(host, ctx.caller, seconds, waited, errorType, Boolean(err));
       if (endChannel.hasSubscribers) endChannel.publish({ hostname: ctx.hostname, name: host.name, errorType, seconds, queueWaitSeconds: waited });
     } catch (e) {
       reportError('sampler:dns', e);
+    } finally {
+      this.#release(ctx);
     }
+  }
+
+  // Done with: the record goes back for the next lookup, holding nothing of this one.
+  /** @param {AppLookup} ctx */
+  #release(ctx) {
+    ctx.hostname = '';
+    ctx.host = null;
+    ctx.caller = null;
+    this.#records.release(ctx);
   }
 }
 
 // The agent's own lookups: they hold DNS slots like any other, so the model sees them, but they
 // are not the app's and are counted nowhere.
 function ownTracker(slots) {
+  const records = new LookupRecords(() => new SlotLookup(), 16);
   return {
     started: () => {
-      const ctx = { start: process.hrtime.bigint(), began: null };
+      const ctx = records.take();
       slots.submit(ctx);
       return ctx;
     },
     record: (ctx) => {
+      if (!ctx.live) return;
       try {
-        slots.done(ctx, process.hrtime.bigint());
+        const t = process.hrtime();
+        slots.done(ctx, t[0], t[1]);
       } catch (e) {
         reportError('sampler:dns', e);
+      } finally {
+        records.release(ctx);
       }
     },
-    abandoned: (ctx) => slots.abandon(ctx),
+    abandoned: (ctx) => {
+      if (!ctx.live) return;
+      slots.abandon(ctx);
+      records.release(ctx);
+    },
   };
 }
 

@@ -11,12 +11,74 @@
 // lookup's resolving into its waiting (at most the event-loop delay of the moment).
 
 /**
- * A lookup as the model sees it: `start` is set by the caller, `began` by the model (null while
- * the lookup waits for a slot).
- * @typedef {{ start: bigint, began: bigint | null }} SlotLookup
+ * A lookup as the model sees it: its start (process.hrtime()'s seconds and nanoseconds) set by
+ * the caller, its `began` and whether it is `waiting` for a slot set by the model. Numbers, not
+ * BigInts: a record is reused from lookup to lookup (LookupRecords), so a lookup in flight at a
+ * scavenge keeps nothing new alive.
  */
+class SlotLookup {
+  startS = 0;
+  startNs = 0;
+  beganS = 0;
+  beganNs = 0;
+  waiting = false;
+  // Between take() and release(): a record is counted once, whatever calls back twice.
+  live = false;
+}
 
-/** Lookups get a slot FIFO as slots free; a lookup gets `began` (an hrtime bigint) when it does. */
+/**
+ * The hrtime seconds between two (seconds, nanoseconds) readings: the same double as
+ * Number(bigint difference) / 1e9, since the difference in nanoseconds is an integer below 2^53.
+ * @param {number} fromS
+ * @param {number} fromNs
+ * @param {number} toS
+ * @param {number} toNs
+ * @returns {number}
+ */
+function secondsBetween(fromS, fromNs, toS, toNs) {
+  return ((toS - fromS) * 1e9 + (toNs - fromNs)) / 1e9;
+}
+
+/**
+ * Records reused from lookup to lookup: a lookup takes one at its start and gives it back when it
+ * called back or was abandoned. At most `keep` idle records are kept (the most ever in flight, up
+ * to that); beyond them a record is left to the GC.
+ * @template {SlotLookup} T
+ */
+class LookupRecords {
+  #make;
+  #keep;
+  /** @type {T[]} */
+  #free = [];
+
+  /**
+   * @param {() => T} make a new record
+   * @param {number} [keep] idle records kept at most
+   */
+  constructor(make, keep = 256) {
+    this.#make = make;
+    this.#keep = keep;
+  }
+
+  /** @returns {T} a record, `live`, started now */
+  take() {
+    const r = this.#free.length > 0 ? /** @type {T} */ (this.#free.pop()) : this.#make();
+    const t = process.hrtime();
+    r.startS = t[0];
+    r.startNs = t[1];
+    r.waiting = false;
+    r.live = true;
+    return r;
+  }
+
+  /** @param {T} r a record that is done with (no longer in the model's queue) */
+  release(r) {
+    r.live = false;
+    if (this.#free.length < this.#keep) this.#free.push(r);
+  }
+}
+
+/** Lookups get a slot FIFO as slots free; a lookup gets `began` (hrtime seconds and nanoseconds) when it does. */
 class SlotModel {
   #sizeOf;
   /** @type {number | null} */
@@ -47,8 +109,11 @@ class SlotModel {
     if (this.#size === null) this.#size = this.#sizeOf();
     if (this.#running < this.#size) {
       this.#running++;
-      ctx.began = ctx.start;
+      ctx.beganS = ctx.startS;
+      ctx.beganNs = ctx.startNs;
+      ctx.waiting = false;
     } else {
+      ctx.waiting = true;
       this.#queue.push(ctx);
     }
   }
@@ -56,13 +121,16 @@ class SlotModel {
   /**
    * A lookup called back: its slot goes to the next queued lookups.
    * @param {SlotLookup} ctx
-   * @param {bigint} now hrtime of the callback
+   * @param {number} nowS hrtime of the callback: seconds
+   * @param {number} nowNs and nanoseconds
    */
-  done(ctx, now) {
-    if (ctx.began === null) {
+  done(ctx, nowS, nowNs) {
+    if (ctx.waiting) {
       // Finished while the model had it queued: a slot came free that the model did not see
       // (a lookup from before the agent started). It ran; its wait is unknown, count none.
-      ctx.began = ctx.start;
+      ctx.waiting = false;
+      ctx.beganS = ctx.startS;
+      ctx.beganNs = ctx.startNs;
       this.abandon(ctx);
       return;
     }
@@ -74,7 +142,9 @@ class SlotModel {
       // lookup's context alive through V8's scavenges.
       queue[this.#head++] = null;
       if (!next) continue; // abandoned
-      next.began = now;
+      next.beganS = nowS;
+      next.beganNs = nowNs;
+      next.waiting = false;
       this.#running++;
     }
     if (this.#head > 1024 && this.#head * 2 > queue.length) {
@@ -90,8 +160,8 @@ class SlotModel {
   abandon(ctx) {
     const at = this.#queue.indexOf(ctx, this.#head);
     if (at !== -1) this.#queue[at] = null;
-    else if (ctx.began !== null && this.#running > 0) this.#running--;
+    else if (!ctx.waiting && this.#running > 0) this.#running--;
   }
 }
 
-module.exports = { SlotModel };
+module.exports = { SlotModel, SlotLookup, LookupRecords, secondsBetween };

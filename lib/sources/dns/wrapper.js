@@ -105,8 +105,13 @@ function wrapCallbackLookup(original, tracker) {
     if (typeof cb !== 'function' || !isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
     const ctx = guarded(tracker.started, hostname);
     if (ctx === undefined) return Reflect.apply(original, this, arguments);
+    // Recorded once, should the original call back twice (the record is reused by then).
+    let pending = true;
     const done = function (err) {
-      guarded(tracker.record, ctx, err);
+      if (pending) {
+        pending = false;
+        guarded(tracker.record, ctx, err);
+      }
       return Reflect.apply(cb, this, arguments);
     };
     const args = Array.prototype.slice.call(arguments);
