@@ -119,7 +119,12 @@ function wrapCallbackLookup(original, tracker) {
     try {
       return Reflect.apply(original, this, args);
     } catch (err) {
-      guarded(tracker.abandoned, ctx);
+      // No lookup after all: a callback the original still makes is the app's alone (the record
+      // goes back for the next lookup).
+      if (pending) {
+        pending = false;
+        guarded(tracker.abandoned, ctx);
+      }
       throw err;
     }
   };

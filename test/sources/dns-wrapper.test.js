@@ -1,0 +1,92 @@
+'use strict';
+
+// The DNS sampler's in-flight records are reused from lookup to lookup (lib/sources/dns/slots.js):
+// whatever the original dns.lookup does with its callback, a lookup is counted once, only for
+// itself, and the app's callback sees exactly what the original gave it. A fake dns module lets
+// the test decide when, and how often, the original calls back.
+
+const assert = require('node:assert/strict');
+const { createDnsSampler } = require('../../lib/sources/dns/sampler');
+
+function fakeDns() {
+  const calls = [];
+  const dns = {
+    lookup(hostname, options, callback) {
+      const cb = typeof options === 'function' ? options : callback;
+      calls.push({ hostname, cb });
+      if (hostname === 'throws.test') {
+        // Registers the callback, then throws: the app gets the error, no lookup is counted.
+        throw new Error('original threw');
+      }
+    },
+  };
+  return { dns, calls };
+}
+
+const hostOf = (sampler, name) => sampler.details().hosts.find((h) => h.name === name);
+// Lookups started (counted when they start) and lookups whose duration was recorded (the recent window).
+const started = (sampler, name) => hostOf(sampler, name).lookups;
+const recorded = (sampler, name) => hostOf(sampler, name).recentLookups || 0;
+
+describe('sources/dns: the wrapper around a reused in-flight record', () => {
+  it('an original that calls back twice: the app gets both calls, the lookup counts once, in flight back to 0', () => {
+    const { dns, calls } = fakeDns();
+    const sampler = createDnsSampler({ dns });
+    try {
+      const seen = [];
+      dns.lookup('twice.test', { family: 4 }, (err, address) => seen.push([err, address]));
+      assert.equal(sampler.inFlight, 1);
+      calls[0].cb(null, '127.0.0.9', 4);
+      calls[0].cb(null, '127.0.0.10', 4);
+      assert.deepEqual(seen, [[null, '127.0.0.9'], [null, '127.0.0.10']]);
+      assert.equal(sampler.inFlight, 0);
+      assert.equal(started(sampler, 'twice.test'), 1);
+      assert.equal(recorded(sampler, 'twice.test'), 1);
+    } finally {
+      sampler.close();
+    }
+  });
+
+  it("a late second callback is not counted for the next lookup, which took the first one's record", () => {
+    const { dns, calls } = fakeDns();
+    const sampler = createDnsSampler({ dns });
+    try {
+      dns.lookup('first.test', () => {});
+      calls[0].cb(null, '127.0.0.9', 4);
+      dns.lookup('second.test', () => {}); // takes the record first.test gave back
+      calls[0].cb(null, '127.0.0.9', 4); // first.test's original calls back again
+      assert.equal(sampler.inFlight, 1, 'second.test still in flight');
+      assert.equal(recorded(sampler, 'first.test'), 1);
+      assert.equal(recorded(sampler, 'second.test'), 0);
+      calls[1].cb(null, '127.0.0.8', 4);
+      assert.equal(recorded(sampler, 'second.test'), 1);
+      assert.equal(started(sampler, 'second.test'), 1);
+      assert.equal(sampler.inFlight, 0);
+    } finally {
+      sampler.close();
+    }
+  });
+
+  it('an original that throws, then calls back: the app gets the error and the callback; nothing counted, nothing in flight, the next lookup unaffected', () => {
+    const { dns, calls } = fakeDns();
+    const sampler = createDnsSampler({ dns });
+    try {
+      let called = 0;
+      assert.throws(() => dns.lookup('throws.test', () => called++), /original threw/);
+      assert.equal(sampler.inFlight, 0);
+      dns.lookup('next.test', () => {}); // takes the record throws.test gave back
+      calls[0].cb(null, '127.0.0.9', 4); // throws.test's late callback
+      assert.equal(called, 1);
+      assert.equal(sampler.inFlight, 1, 'next.test still in flight');
+      assert.equal(recorded(sampler, 'next.test'), 0);
+      const thrown = hostOf(sampler, 'throws.test');
+      assert.equal(thrown ? thrown.lookups : 0, 0);
+      assert.equal(thrown ? thrown.recentLookups || 0 : 0, 0);
+      calls[1].cb(null, '127.0.0.8', 4);
+      assert.equal(recorded(sampler, 'next.test'), 1);
+      assert.equal(sampler.inFlight, 0);
+    } finally {
+      sampler.close();
+    }
+  });
+});
