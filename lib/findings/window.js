@@ -114,24 +114,15 @@ function mergeHosts(window, bucketMs, spare = null) {
     merged = [];
     for (let j = 0; j < prev.hosts.length; j++) {
       const g = prev.hosts[j];
-      const k = indexOf(index, merged, g.name, merged.length);
-      if (k === -1) {
-        index.set(g.name, merged.length);
-        merged.push(g);
-      } else {
-        merged[k] = g;
-      }
+      const k = findOrAppend(index, merged, g);
+      if (k !== -1) merged[k] = g;
     }
     break;
   }
   for (let i = 0; i < summary.hosts.length; i++) {
     const h = summary.hosts[i];
-    const at = indexOf(index, merged, h.name, merged.length);
-    if (at === -1) {
-      index.set(h.name, merged.length);
-      merged.push(h);
-      continue;
-    }
+    const at = findOrAppend(index, merged, h);
+    if (at === -1) continue;
     const m = merged[at];
     for (const k in h) {
       if (typeof h[k] !== 'number') continue;
@@ -152,6 +143,16 @@ function mergeHosts(window, bucketMs, spare = null) {
 function indexOf(index, list, name, end) {
   const at = index.get(name);
   return at !== undefined && at < end && list[at].name === name ? at : -1;
+}
+
+// Where the name of h is in list, or -1 after appending h to it (and indexing it there).
+function findOrAppend(index, list, h) {
+  const at = indexOf(index, list, h.name, list.length);
+  if (at === -1) {
+    index.set(h.name, list.length);
+    list.push(h);
+  }
+  return at;
 }
 
 const mergeIndex = new Map();

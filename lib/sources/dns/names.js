@@ -111,7 +111,6 @@ class Names {
    */
   started(host) {
     let caller = null;
-    if (captureCaller === null) loadPerName();
     if (host.lookups === 0) caller = captureCaller();
     else if (host.captureDue(CALLER_FIRST) && this.#callerBudget > 0) {
       this.#callerBudget--;
