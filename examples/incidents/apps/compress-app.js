@@ -10,9 +10,9 @@
 // nobody waiting).
 const dns = require('dns');
 const http = require('http');
-const os = require('os');
 const zlib = require('zlib');
-const { Worker } = require('worker_threads');
+// COMPRESS_ON=worker's threads (the fix), the same pool as login-app.js's
+const { workerPool } = require('./worker-pool');
 
 const JOBS = Number(process.env.COMPRESS_JOBS || 0);
 const LEVEL = Number(process.env.COMPRESS_LEVEL || 9);
@@ -34,32 +34,8 @@ const compress = compressOn === 'worker' ? workerCompressor() : (buf) => new Pro
 
 // The fix: the same compression, synchronously, in worker threads sized to the CPU budget.
 function workerCompressor() {
-  const code = `const { parentPort } = require('worker_threads'); const zlib = require('zlib');
-    parentPort.on('message', ({ id, buf, level }) => parentPort.postMessage({ id, out: zlib.deflateSync(Buffer.from(buf), { level }) }));`;
-  const count = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
-  const idle = [];
-  const waiting = [];
-  const callbacks = new Map();
-  let nextId = 0;
-  for (let i = 0; i < count; i++) {
-    const w = new Worker(code, { eval: true });
-    w.unref();
-    w.on('message', ({ id, out }) => {
-      callbacks.get(id)(out);
-      callbacks.delete(id);
-      const job = waiting.shift();
-      if (job) w.postMessage(job);
-      else idle.push(w);
-    });
-    idle.push(w);
-  }
-  return (buf) => new Promise((resolve) => {
-    const job = { id: nextId++, buf, level: LEVEL };
-    callbacks.set(job.id, resolve);
-    const w = idle.pop();
-    if (w) w.postMessage(job);
-    else waiting.push(job);
-  });
+  const run = workerPool("({ buf, level }) => require('zlib').deflateSync(Buffer.from(buf), { level })");
+  return (buf) => run({ buf, level: LEVEL });
 }
 
 // The export route's work, as a steady stream: JOBS compressions in flight.

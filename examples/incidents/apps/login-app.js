@@ -8,8 +8,7 @@ const crypto = require('crypto');
 const dns = require('dns');
 const fs = require('fs');
 const http = require('http');
-const os = require('os');
-const { Worker } = require('worker_threads');
+const { workerPool } = require('./worker-pool');
 
 const ITERATIONS = Number(process.env.HASH_ITERATIONS || 100000);
 const hashOn = process.env.HASH_ON || 'pool';
@@ -24,33 +23,8 @@ const hash = hashOn === 'worker' ? workerHasher() : (password) => new Promise((r
 
 // The fix: the same hash, synchronously, in a few worker threads (one per core) of its own.
 function workerHasher() {
-  const code = `const { parentPort } = require('worker_threads'); const crypto = require('crypto');
-const dns = require('dns');
-    parentPort.on('message', ({ id, password, salt, iterations }) => parentPort.postMessage({ id, key: crypto.pbkdf2Sync(password, salt, iterations, 64, 'sha512') }));`;
-  const count = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
-  const idle = [];
-  const waiting = [];
-  const callbacks = new Map();
-  let nextId = 0;
-  for (let i = 0; i < count; i++) {
-    const w = new Worker(code, { eval: true });
-    w.unref();
-    w.on('message', ({ id, key }) => {
-      callbacks.get(id)(key);
-      callbacks.delete(id);
-      const job = waiting.shift();
-      if (job) w.postMessage(job);
-      else idle.push(w);
-    });
-    idle.push(w);
-  }
-  return (password) => new Promise((resolve) => {
-    const job = { id: nextId++, password, salt: SALT, iterations: ITERATIONS };
-    callbacks.set(job.id, resolve);
-    const w = idle.pop();
-    if (w) w.postMessage(job);
-    else waiting.push(job);
-  });
+  const run = workerPool("({ password, salt, iterations }) => require('crypto').pbkdf2Sync(password, salt, iterations, 64, 'sha512')");
+  return (password) => run({ password, salt: SALT, iterations: ITERATIONS });
 }
 
 const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 4 });
