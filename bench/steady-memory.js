@@ -47,10 +47,11 @@ const APP = path.join(__dirname, 'fixtures', 'steady-app.js');
 const NAMES = 50;
 
 function parseArgs(argv) {
-  const opts = { minutes: 3, every: 5, nodes: [20, 24], scrape: 15, count: 500, repeat: 5, warmup: 65, series: true, counts: true, profile: null };
+  const opts = { minutes: 3, every: 5, nodes: [20, 24], scrape: 15, count: 500, repeat: 5, warmup: 65, series: true, counts: true, profile: null, live: false };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--no-series') opts.series = false;
     else if (argv[i] === '--no-count') opts.counts = false;
+    else if (argv[i] === '--live') opts.live = true;
     else {
       const m = /^--(minutes|every|nodes|scrape|count|repeat|warmup|profile)(?:=(.*))?$/.exec(argv[i]);
       if (!m) throw new Error(`unknown argument ${argv[i]} (see the top of ${__filename})`);
@@ -143,6 +144,19 @@ function printSeries(results, opts) {
     const after = r.lines.filter((p) => p.t >= 60);
     if (after.length > 2) console.log(`  ${label.padEnd(13)} ${'slope'.padEnd(8)} ${KEYS.map((k) => `${(slope(after.map((p) => ({ t: p.t, y: p[k] }))) * 60 / 1024).toFixed(1)} KB/m`.padStart(14)).join('')}`);
     if (i > 0) console.log(`  ${label.padEnd(13)} ${'- without'.padEnd(8)} ${KEYS.map((k) => `${(end(r)[k] - end(results[0])[k] >= 0 ? '+' : '')}${mib(end(r)[k] - end(results[0])[k])}`.padStart(14)).join('')}`);
+    if (r.lines[0].youngPhysical !== undefined) {
+      const e = end(r);
+      const d = (k) => (i > 0 ? ` (${e[k] - end(results[0])[k] >= 0 ? '+' : ''}${mib(e[k] - end(results[0])[k])})` : '');
+      // The mean of the readings after the first minute: one reading's RSS moves with the pages
+      // its GCs touched.
+      const meanAfter = (res, k) => {
+        const ps = res.lines.filter((p) => p.t >= 60);
+        return ps.reduce((a, p) => a + p[k], 0) / Math.max(1, ps.length);
+      };
+      const mean = (k) => meanAfter(r, k);
+      const meanDiff = (k) => (i > 0 ? ` (${mean(k) - meanAfter(results[0], k) >= 0 ? '+' : ''}${mib(mean(k) - meanAfter(results[0], k))})` : '');
+      console.log(`  ${label.padEnd(13)} RSS at the end ${mib(e.rss)}${d('rss')}: young generation resident ${mib(e.youngPhysical)}${d('youngPhysical')}, rest of the heap ${mib(e.heapPhysical)}${d('heapPhysical')}, external ${mib(e.external)}${d('external')}, anonymous ${mib(e.anon)}${d('anon')}; RSS less the young generation ${mib(e.rssLessYoung)}${d('rssLessYoung')}; means after 1 min: RSS ${mib(mean('rss'))}${meanDiff('rss')}, less the young generation ${mib(mean('rssLessYoung'))}${meanDiff('rssLessYoung')}`);
+    }
     console.log(`  ${label.padEnd(13)} ${r.totals.requests} requests, ${r.totals.lookups} lookups, ${r.totals.errors} errors in ${opts.minutes} min`);
     const survived = survivedPerSecond(r);
     if (survived !== null) {
@@ -151,6 +165,13 @@ function printSeries(results, opts) {
       const perRequest = survived / (r.totals.requests / (opts.minutes * 60));
       console.log(`  ${label.padEnd(13)} survived young GCs after 1 min: ${(survived / 1024).toFixed(1)} KB/s (${perRequest.toFixed(0)} B a request${diff}); young generation grew at ${r.scavenges.some((s) => s.capacity > 0) ? r.scavenges.filter((s, k) => k > 0 && s.capacity > r.scavenges[k - 1].capacity).map((s) => `${s.t.toFixed(0)} s`).join(', ') || '-' : '(not printed by this V8)'}`);
       console.log(`  ${label.padEnd(13)} of it: ${survivedByKind(r)}`);
+      // V8 grows the young generation when what survived since its last growth exceeds its size:
+      // when the last growth came matters as much as the rate after it. What survived before the
+      // first minute (start-up: modules, the agent's state filling) moves the growths of the first
+      // minute earlier, and with them every later one.
+      const early = r.scavenges.filter((g) => g.t < 60).reduce((a, g) => a + g.survived, 0);
+      const earlyBase = i > 0 ? results[0].scavenges.filter((g) => g.t < 60).reduce((a, g) => a + g.survived, 0) : null;
+      console.log(`  ${label.padEnd(13)} survived in the first minute: ${mib(early)} MiB${earlyBase !== null ? ` (${early - earlyBase >= 0 ? '+' : ''}${mib(early - earlyBase)} over without)` : ''}`);
     }
   }
 }
@@ -215,7 +236,7 @@ async function main() {
         const env = { SECONDS_TOTAL: String(opts.minutes * 60), EVERY: String(opts.every), SCRAPE: String(opts.scrape) };
         const timeoutMs = (opts.minutes * 60 + 60) * 1000;
         const flags = ['--trace-gc-nvp'];
-        const results = await Promise.all(VARIANTS.map((variant) => runChild(children, { node, variant, mode: 'series', env: { ...env, ...(opts.profile ? { PROFILE: '1' } : {}) }, flags, timeoutMs, namespace })));
+        const results = await Promise.all(VARIANTS.map((variant) => runChild(children, { node, variant, mode: 'series', env: { ...env, ...(opts.profile ? { PROFILE: opts.live ? 'live' : '1' } : {}) }, flags, timeoutMs, namespace })));
         printSeries(results, opts);
         if (opts.profile) printProfiles(results, opts.profile, major);
       }

@@ -284,7 +284,9 @@ function cpuFigures(sample, kept) {
   const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
   const elu = findPoint(sample.points, 'nodejs.eventloop.utilization');
   const budget = cpuBudget(sample.points);
-  const out = kept || { mainCpu: null, mainWait: null, processCpu: null, utilization: null, budget: 0, budgetFrom: 'cores' };
+  // Numbers to start with (see newSummary in window.js: a field that holds only numbers keeps them
+  // in place rather than a new heap number each store); every field is set below.
+  const out = kept || { mainCpu: 0, mainWait: 0, processCpu: 0, utilization: 0, budget: 0, budgetFrom: 'cores' };
   out.mainCpu = num(el.mainThreadCpuSeconds);
   out.mainWait = num(el.mainThreadWaitSeconds);
   out.processCpu = num(el.processCpuSeconds);

@@ -58,11 +58,15 @@ function summarize(sample, previous, previousTime, into = null, spare = null) {
 }
 
 // Every field from the start (own and poolHeld are the engine's), so that every summary has one
-// shape.
+// shape. The figures start as numbers (summarize() sets every one): V8 then keeps a field that
+// only ever holds numbers as a double in place, where a field that started as null or undefined
+// takes a new heap number at each store, kept with the summary for the window's 60 s (at a 100 ms
+// interval, 600 summaries' worth surviving scavenges). A figure that is null or undefined is stored
+// as such all the same.
 function newSummary() {
   return {
-    time: 0, seconds: 0, size: undefined, slots: undefined, pendingDns: 0, queuedDns: 0, probeStuck: 0, dnsWaitMean: null,
-    delayMax: undefined, cpuBudget: undefined, delayP99: undefined, loopCpuShare: null, loopBlockedOnCpu: null, startup: false,
+    time: 0, seconds: 0, size: 0, slots: 0, pendingDns: 0, queuedDns: 0, probeStuck: 0, dnsWaitMean: 0,
+    delayMax: 0, cpuBudget: 0, delayP99: 0, loopCpuShare: 0, loopBlockedOnCpu: 0, startup: false,
     hosts: NO_HOSTS, tails: null, pool: null, hostsSince: undefined, own: null, poolHeld: false,
   };
 }

@@ -27,8 +27,13 @@ module.exports = defineRule({
       return p ? p.value : undefined;
     };
     const out = kept || { heapLimit: undefined, containerLimit: undefined };
-    out.heapLimit = value('v8js.memory.heap.limit');
-    out.containerLimit = value('nodejs.memory.constrained');
+    // Stored only when they change: the limits are numbers above 2^31 (a heap number each, from
+    // the sample) that stay the same, and a kept one would otherwise hold this sample's for the
+    // window's 60 s (600 of them at a 100 ms interval, each surviving scavenges).
+    const heapLimit = value('v8js.memory.heap.limit');
+    if (out.heapLimit !== heapLimit) out.heapLimit = heapLimit;
+    const containerLimit = value('nodejs.memory.constrained');
+    if (out.containerLimit !== containerLimit) out.containerLimit = containerLimit;
     return out;
   },
   evaluate(window, lim) {

@@ -61,19 +61,22 @@ class History {
   }
 }
 
-// fresh's figures written into old where both have the same keys in the same order, objects where
-// the other has objects (then the same, one level down), so that old serializes as fresh does;
-// else fresh.
+// fresh's figures written into old where both have the same keys in the same order (an object in
+// both: the same, one level down; an object in one only, such as a probe's figures that are null
+// while it has no reading: fresh's value), so that old serializes as fresh does; else fresh. A
+// number that did not change is left as it is (a double read from a sample is a new heap number,
+// which the entry would keep for the history's 30 s at a 100 ms interval).
 function overwrite(old, fresh) {
   const keys = Object.keys(fresh);
   const oldKeys = Object.keys(old);
   if (keys.length !== oldKeys.length) return fresh;
+  for (let i = 0; i < keys.length; i++) if (keys[i] !== oldKeys[i]) return fresh;
   for (let i = 0; i < keys.length; i++) {
-    if (keys[i] !== oldKeys[i] || isObject(fresh[keys[i]]) !== isObject(old[keys[i]])) return fresh;
-  }
-  for (let i = 0; i < keys.length; i++) {
-    const v = fresh[keys[i]];
-    old[keys[i]] = isObject(v) ? overwrite(old[keys[i]], v) : v;
+    const k = keys[i];
+    const v = fresh[k];
+    const was = old[k];
+    if (isObject(v) && isObject(was)) old[k] = overwrite(was, v);
+    else if (v !== was) old[k] = v;
   }
   return old;
 }
