@@ -18,26 +18,33 @@ let creating = 0;
  * @property {Function} lookup dns.lookup-compatible: the dns.lookup uvscope's DNS sampler found
  *   when it wrapped (so the agent's own lookups are not counted as the app's), dns.lookup
  *   otherwise. Resolved at each call, so it may be handed out before the sampler wraps.
- * @property {(original: Function) => void} captureLookup called once with dns.lookup as it was
- *   before the wrapper
+ * @property {Function} lookupService dns.lookupService-compatible: the DNS sampler's, which the
+ *   DNS-slot model sees (dns.lookupService otherwise). Resolved at each call.
+ * @property {(original: Function, lookupService?: Function) => void} captureLookup called once
+ *   with dns.lookup as it was before the wrapper (and the DNS sampler's own lookupService)
  * @property {(protocol: string, options?: object) => import('http').Agent} createAgent an http(s)
  *   Agent for uvscope's own requests (see createOwnAgent), connecting with `lookup`
  */
 
 /**
  * The agent's own I/O: its unwrapped lookup and its own http(s) agents.
- * @param {{ dns?: { lookup: Function } }} [options] the dns module (injectable for tests)
+ * @param {{ dns?: { lookup: Function, lookupService: Function } }} [options] the dns module (injectable for tests)
  * @returns {OwnIo}
  */
 function createOwnIo({ dns = dnsModule } = {}) {
   let unwrapped = null;
+  let tracked = null;
   const lookup = function ownLookup(...args) {
     return Reflect.apply(unwrapped || dns.lookup, dns, args);
   };
   return {
     lookup,
-    captureLookup(original) {
+    lookupService(...args) {
+      return Reflect.apply(tracked || dns.lookupService, dns, args);
+    },
+    captureLookup(original, lookupService) {
       if (typeof original === 'function') unwrapped = original;
+      if (typeof lookupService === 'function') tracked = lookupService;
     },
     createAgent(protocol, options) {
       return createOwnAgent(protocol, lookup, options);

@@ -15,6 +15,16 @@ describe('own-io: the agent\'s own lookup and agents', () => {
     assert.deepEqual(calls, [['current', 'a.test'], ['captured', 'b.test']]);
   });
 
+  it('lookupService calls the DNS sampler\'s own lookupService once captured, dns.lookupService before that', () => {
+    const calls = [];
+    const dns = { lookup: () => {}, lookupService: (address, port) => calls.push(['current', address, port]) };
+    const io = createOwnIo({ dns });
+    io.lookupService('127.0.0.1', 0, () => {});
+    io.captureLookup(() => {}, (address, port) => calls.push(['captured', address, port]));
+    io.lookupService('127.0.0.2', 0, () => {});
+    assert.deepEqual(calls, [['current', '127.0.0.1', 0], ['captured', '127.0.0.2', 0]]);
+  });
+
   it('its agents are marked as uvscope\'s own and connect with its lookup', () => {
     const io = createOwnIo();
     const agent = io.createAgent('http:');

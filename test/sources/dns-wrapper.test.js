@@ -90,3 +90,61 @@ describe('sources/dns: the wrapper around a reused in-flight record', () => {
     }
   });
 });
+
+describe("sources/dns: the agent's own lookupService (the threadpool's dns probe)", () => {
+  function fakeDnsWithService() {
+    const { dns, calls } = fakeDns();
+    const services = [];
+    dns.lookupService = (address, port, callback) => {
+      services.push({ address, port, cb: callback });
+    };
+    return { dns, calls, services };
+  }
+
+  it('holds a DNS slot in the model (an app lookup behind it waits), is counted nowhere, and passes its callback what the original gave', async () => {
+    const { dns, calls, services } = fakeDnsWithService();
+    // One DNS slot: UV_THREADPOOL_SIZE=1 gives (1 + 1) / 2.
+    const sampler = createDnsSampler({ dns, env: { UV_THREADPOOL_SIZE: '1' } });
+    try {
+      const seen = [];
+      sampler.ownLookupService('127.0.0.1', 0, (...args) => seen.push(args));
+      assert.deepEqual(services.map((s) => [s.address, s.port]), [['127.0.0.1', 0]]);
+      dns.lookup('behind.test', () => {});
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      services[0].cb(null, 'localhost', '0');
+      services[0].cb(null, 'localhost', '0'); // a second call back frees no second slot
+      assert.deepEqual(seen, [[null, 'localhost', '0'], [null, 'localhost', '0']]);
+      calls[0].cb(null, '127.0.0.9', 4);
+      const host = hostOf(sampler, 'behind.test');
+      assert.equal(host.queuedLookups, 1, 'the app lookup waited for the slot the probe held');
+      assert.ok(host.queueWaitSeconds >= 0.025, `waited ${host.queueWaitSeconds} s behind the 30 ms probe`);
+      assert.deepEqual(sampler.details().hosts.map((h) => h.name), ['behind.test']);
+      assert.equal(sampler.inFlight, 0);
+      // One slot again, not two (the second call back freed none): of two app lookups now, the
+      // second waits for the first.
+      dns.lookup('after.test', () => {});
+      dns.lookup('after.test', () => {});
+      calls[1].cb(null, '127.0.0.9', 4);
+      calls[2].cb(null, '127.0.0.9', 4);
+      assert.equal(hostOf(sampler, 'after.test').queuedLookups, 1);
+    } finally {
+      sampler.close();
+    }
+  });
+
+  it('an original that throws: the error reaches the caller and the slot is given back', () => {
+    const { dns, calls } = fakeDnsWithService();
+    dns.lookupService = () => {
+      throw new Error('lookupService threw');
+    };
+    const sampler = createDnsSampler({ dns, env: { UV_THREADPOOL_SIZE: '1' } });
+    try {
+      assert.throws(() => sampler.ownLookupService('127.0.0.1', 0, () => {}), /lookupService threw/);
+      dns.lookup('free.test', () => {});
+      calls[0].cb(null, '127.0.0.9', 4);
+      assert.equal(hostOf(sampler, 'free.test').queuedLookups, 0);
+    } finally {
+      sampler.close();
+    }
+  });
+});

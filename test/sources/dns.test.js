@@ -101,7 +101,7 @@ describe('samplers/dns: every lookup, against a DNS server the test controls', f
     assert.ok(labels.includes('_other'));
     assert.ok(labels.every((l) => l === '_other' || l === 'a.slow.test' || names.includes(l)), labels.join());
     assert.equal(lookupSeries(samples, '_other').count, 3);
-    // Probes ran while the slow lookup was pending (a getaddrinfo of localhost each) and are counted as probes only.
+    // Probes ran while the slow lookup was pending (a getnameinfo of 127.0.0.1 each) and are counted as probes only.
     assert.ok(sampleValue(samples, 'nodejs_uv_threadpool_queue_wait_seconds_count', { queue: 'dns' }) >= 1);
     assert.equal(server.queries.filter((q) => q.name === 'localhost').length, 0, 'probe lookups are answered from /etc/hosts');
   });

@@ -23,7 +23,7 @@ const source = Object.freeze({
   metrics: METRICS,
   create(ctx) {
     const sampler = require('./sampler').createDnsSampler({ maxNames: ctx.options.dns.maxNames, resolver: ctx.resolver });
-    ctx.ownIo.captureLookup(sampler.ownLookup);
+    ctx.ownIo.captureLookup(sampler.ownLookup, sampler.ownLookupService);
     return sampler;
   },
 });

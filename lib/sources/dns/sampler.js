@@ -52,6 +52,7 @@ class DnsSampler {
   #slots;
   #wrappers;
   #ownLookup;
+  #ownLookupService;
   #records = new LookupRecords(() => new AppLookup());
   #inFlight = 0;
   #active = true;
@@ -63,7 +64,9 @@ class DnsSampler {
     this.#slots = new SlotModel(() => dnsSlots(readSetting(UV_THREADPOOL_SIZE, options.env)));
     const app = { started: this.#started.bind(this), record: this.#record.bind(this), abandoned: this.#abandoned.bind(this) };
     this.#wrappers = new DnsWrappers(options.dns || dnsModule, app);
-    this.#ownLookup = wrapCallbackLookup(this.#wrappers.original, ownTracker(this.#slots));
+    const own = ownTracker(this.#slots);
+    this.#ownLookup = wrapCallbackLookup(this.#wrappers.original, own);
+    this.#ownLookupService = ownLookupService(options.dns || dnsModule, own);
   }
 
   /** @returns {string} also the key of its details in snapshot.details */
@@ -78,6 +81,15 @@ class DnsSampler {
    */
   get ownLookup() {
     return this.#ownLookup;
+  }
+
+  /**
+   * dns.lookupService for the agent's own getnameinfo (the threadpool's dns probe): not counted,
+   * but seen by the DNS-slot model (a getnameinfo holds a DNS slot as a getaddrinfo does).
+   * @returns {Function}
+   */
+  get ownLookupService() {
+    return this.#ownLookupService;
   }
 
   /** @returns {number} app lookups started and not yet called back */
@@ -214,6 +226,31 @@ function ownTracker(slots) {
       slots.abandon(ctx);
       records.release(ctx);
     },
+  };
+}
+
+// The agent's own dns.lookupService(address, port, callback): the slot model sees it from the call
+// to the callback (once, should the original call back twice); nothing is counted.
+function ownLookupService(dns, tracker) {
+  return function ownLookupService(address, port, callback) {
+    let ctx = null;
+    try {
+      ctx = tracker.started();
+    } catch (e) {
+      reportError('sampler:dns', e);
+    }
+    const done = function () {
+      if (ctx !== null) tracker.record(ctx);
+      ctx = null;
+      return Reflect.apply(callback, this, arguments);
+    };
+    try {
+      return dns.lookupService(address, port, done);
+    } catch (err) {
+      if (ctx !== null) tracker.abandoned(ctx);
+      ctx = null;
+      throw err;
+    }
   };
 }
 

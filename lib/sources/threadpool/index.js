@@ -23,7 +23,7 @@ const source = Object.freeze({
   early: (options) => Boolean(options.tracer && options.tracer.mode === 'on'),
   settings: SETTINGS,
   metrics: METRICS,
-  create: (ctx) => require('./sampler').createThreadpoolSampler({ lookup: ctx.ownIo.lookup, tracer: ctx.options.tracer }),
+  create: (ctx) => require('./sampler').createThreadpoolSampler({ lookupService: ctx.ownIo.lookupService, tracer: ctx.options.tracer }),
 });
 
 module.exports = { source };

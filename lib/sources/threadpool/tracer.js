@@ -6,9 +6,20 @@
 
 const asyncHooks = require('async_hooks');
 const { reportError } = require('../../core/errors');
-const { JobBook, kindOf } = require('./jobs');
-const { Routes } = require('./routes');
-const { createMode, leanModeAvailable } = require('./modes');
+
+// jobs.js, routes.js and modes.js load when a tracer first arms: in auto mode (the default) most
+// processes never do, and their code kept in V8's heap (source, bytecode) was ~60 KB.
+/** @type {{ JobBook: typeof import('./jobs').JobBook, kindOf: typeof import('./jobs').kindOf, Routes: typeof import('./routes').Routes, createMode: typeof import('./modes').createMode, leanModeAvailable: typeof import('./modes').leanModeAvailable } | null} */
+let parts = null;
+function loadParts() {
+  if (parts === null) {
+    const { JobBook, kindOf } = require('./jobs');
+    const { Routes } = require('./routes');
+    const { createMode, leanModeAvailable } = require('./modes');
+    parts = { JobBook, kindOf, Routes, createMode, leanModeAvailable };
+  }
+  return parts;
+}
 
 // For a tracer built without settings (the tests build one with only { mode }): the defaults of
 // the tracer.* settings (lib/agent/options.js), which the agent always passes.
@@ -32,8 +43,8 @@ class Tracer {
   #windowMs;
   #cooldownMs;
   #now;
+  #hrtime;
   #startedAt;
-  #lean;
   /** @type {import('async_hooks').AsyncHook|null} */
   #hook = null;
   /** @type {import('./modes').Callbacks|null} */
@@ -51,8 +62,10 @@ class Tracer {
   #patched = []; // [prototype, method, original, wrapped]
   /** @type {import('./modes').Carrier|null} */
   #carrier = null; // the mode's route carrier
-  #routes;
-  #jobs;
+  /** @type {import('./routes').Routes|null} made at the first arming, as is #jobs */
+  #routes = null;
+  /** @type {import('./jobs').JobBook|null} */
+  #jobs = null;
 
   /**
    * @param {object} [options]
@@ -69,10 +82,8 @@ class Tracer {
     this.#windowMs = options.windowMs === undefined ? FALLBACK.windowMs : options.windowMs;
     this.#cooldownMs = options.cooldownMs === undefined ? FALLBACK.cooldownMs : options.cooldownMs;
     this.#now = options.now || Date.now;
+    this.#hrtime = options.hrtime || process.hrtime.bigint;
     this.#startedAt = this.#now();
-    this.#lean = this.#mode !== 'off' && leanModeAvailable();
-    this.#routes = new Routes({ lean: this.#lean, now: this.#now, fail: this.#fail });
-    this.#jobs = new JobBook({ hrtime: options.hrtime || process.hrtime.bigint, routes: this.#routes, onCollected: this.#forget });
     if (this.#mode === 'on') this.#arm();
   }
 
@@ -124,7 +135,7 @@ class Tracer {
 
   /** @returns {Map<string, number>|null} pending jobs by kind while armed, else null */
   pendingByKind() {
-    return this.#armed ? this.#jobs.pendingByKind() : null;
+    return this.#armed && this.#jobs ? this.#jobs.pendingByKind() : null;
   }
 
   /**
@@ -135,11 +146,12 @@ class Tracer {
     const t = this.#now();
     const seconds = (this.#armedMs + (this.#armed ? t - this.#armedSince : 0)) / 1000;
     const uptime = Math.max(0.001, (t - this.#startedAt) / 1000);
-    const { jobs, histograms } = this.#jobs.collect();
-    this.#routes.burstIfDue();
+    // Never armed: no job seen, nothing to collect (what an empty JobBook returns).
+    const { jobs, histograms } = this.#jobs ? this.#jobs.collect() : { jobs: [], histograms: [] };
+    if (this.#routes) this.#routes.burstIfDue();
     const state = {
       mode: this.#mode, armed: this.#armed, armedSince: this.#armedSince, armings: this.#armings,
-      armedSeconds: seconds, armedShare: Math.min(1, seconds / uptime), dropped: this.#jobs.dropped,
+      armedSeconds: seconds, armedShare: Math.min(1, seconds / uptime), dropped: this.#jobs ? this.#jobs.dropped : 0,
     };
     return { state, jobs, histograms };
   }
@@ -160,7 +172,7 @@ class Tracer {
       if (this.#routes.watching) this.#routes.inherit(asyncId, resource);
       // The resources of every request and tick first (pointer compares of Node's own strings).
       if (type === 'TickObject' || type === 'Timeout' || type === 'PROMISE' || type === 'Immediate') return;
-      const kind = kindOf(type);
+      const kind = /** @type {NonNullable<typeof parts>} */ (parts).kindOf(type);
       if (kind === null) return;
       if (kind === 'other' && resource instanceof asyncHooks.AsyncResource) return; // JS code's own resources
       if (kind === 'zlib') {
@@ -245,13 +257,19 @@ class Tracer {
     if (this.#armed || this.#closed || this.#failed || this.#mode === 'off') return false;
     try {
       if (!this.#hook) {
-        const mode = createMode(this.#lean, this.#init, this.#before);
+        const { JobBook, Routes, createMode, leanModeAvailable } = loadParts();
+        const lean = leanModeAvailable();
+        const routes = new Routes({ lean, now: this.#now, fail: this.#fail });
+        const jobs = new JobBook({ hrtime: this.#hrtime, routes, onCollected: this.#forget });
+        const mode = createMode(lean, this.#init, this.#before);
+        this.#routes = routes;
+        this.#jobs = jobs;
         this.#hook = mode.hook;
         this.#callbacks = mode.callbacks;
-        this.#jobs.watchWith(mode.callbacks);
+        jobs.watchWith(mode.callbacks);
         this.#carrier = mode.carrier;
       }
-      this.#routes.arm(/** @type {import('./modes').Carrier} */ (this.#carrier));
+      /** @type {import('./routes').Routes} */ (this.#routes).arm(/** @type {import('./modes').Carrier} */ (this.#carrier));
       this.#hook.enable();
     } catch (err) {
       this.#fail(err);
@@ -274,14 +292,14 @@ class Tracer {
       }
       if (this.#callbacks) this.#callbacks.disarm();
     }
-    this.#routes.disarm();
+    if (this.#routes) this.#routes.disarm();
     if (this.#armed) {
       this.#armedMs += this.#now() - this.#armedSince;
       this.#disarmedAt = this.#now();
     }
     this.#armed = false;
     this.#armedSince = null;
-    this.#jobs.clear();
+    if (this.#jobs) this.#jobs.clear();
   }
 }
 
