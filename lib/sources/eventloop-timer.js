@@ -3,21 +3,33 @@
 // Timer mode's clock for lib/sources/eventloop.js (Node without monitorEventLoopDelay's
 // samplePerIteration: 20, 22, 24 before 24.19, 26 before 26.5). A timer's lateness is the loop's
 // delay; a 10 ms timer wakes an idle process a hundred times a second, most of its idle CPU. So:
-// - fine (10 ms) while the loop is busy: each firing records how late it fired;
-// - coarse (100 ms) while it is quiet: each firing records the longer of its lateness and the
-//   time the loop spent outside its poll since the previous firing (libuv's idle time, as
-//   performance.eventLoopUtilization reads it), when the loop woke at most MAX_WAKEUPS times
-//   besides the timer itself (loop iterations from uv_metrics_info). That busy time holds the
-//   longest iteration and is an upper bound of it: with one wake-up it is that iteration, so a
-//   block reads its full length though the timer was due only at its end; with a few, the
-//   others add their (in a quiet loop, short) time. With more wake-ups it records
-//   busy / wake-ups (the longest is at least that) and goes fine; so it does when more than one
-//   wake-up (ONE_WAKEUP iterations) kept the loop busy over AMBIGUOUS_BUSY of the period (an
-//   upper bound too loose).
-// It starts fine. Fine turns coarse after a second with at most QUIET_WAKEUPS_PER_S wake-ups besides its own and
-// at most QUIET_BUSY of the time busy. A coarse firing counts COARSE/FINE samples (the others as
-// no lateness), so percentiles stay over time, as a fine timer's. Where Node lacks loop counts
-// (before 20.18) it stays fine.
+// - fine (10 ms) while the loop is busy: Node's own monitorEventLoopDelay({ resolution: 10 })
+//   samples, a libuv timer in C++ that records the time between its firings (the period plus
+//   the lateness; no JavaScript runs per firing, a JavaScript interval cost ~60 us each). A
+//   one-second JavaScript check decides when to go coarse;
+// - coarse (100 ms) while it is quiet: a JavaScript interval; each firing records the longer of
+//   its lateness and the time the loop spent outside its poll since the previous firing
+//   (libuv's idle time, as performance.eventLoopUtilization reads it), when the loop woke at
+//   most MAX_WAKEUPS times besides the timer itself (loop iterations from uv_metrics_info). That
+//   busy time holds the longest iteration and is an upper bound of it: with one wake-up it is
+//   that iteration, so a block reads its full length though the timer was due only at its end;
+//   with a few, the others add their (in a quiet loop, short) time. With more wake-ups it
+//   records busy / wake-ups (the longest is at least that) and goes fine; so it does when more
+//   than one wake-up (ONE_WAKEUP iterations) kept the loop busy over AMBIGUOUS_BUSY of the
+//   period (an upper bound too loose).
+// It starts fine. Fine turns coarse after a second with at most QUIET_WAKEUPS_PER_S wake-ups
+// besides its own and at most QUIET_BUSY of the time busy. A coarse firing counts COARSE/FINE
+// samples (the others as no lateness), so percentiles stay over time, as a fine timer's. Where
+// Node lacks loop counts (before 20.18) it stays fine.
+//
+// The native monitor's reset() forgets its last firing (Histogram::Reset sets prev_ = 0: the
+// firing after a reset records nothing), so the interval that spans a reset would be lost, a
+// block in it too. At each reset the monitor is restarted with a one-shot JavaScript timer due at
+// the same time as its first firing; that timer records the lost interval itself: from the
+// monitor's last firing before the reset (its first firing after the previous restart, which
+// the one-shot timer saw, plus the sum of the intervals it recorded since: count x mean) to now.
+// Mode switches do the same. So an interval's values are in two histograms (the native one, and
+// a RecordableHistogram with the JavaScript ones): `histogram` is a view of their union.
 
 const FINE_MS = 10;
 const COARSE_MS = 100;
@@ -37,29 +49,153 @@ function loopCount(performance) {
 }
 
 /**
- * The adaptive lateness timer (see above). Values go to `histogram` in nanoseconds of lateness
- * (at least 1: a RecordableHistogram takes no 0).
+ * The union of three sets of lateness values (ns) with a histogram's read interface (count, min,
+ * max, mean, percentile, reset), as lib/sources/eventloop.js reads one: `native`'s values less
+ * `offsetNs` (at least 0), `recorded`'s values, and `zeros` values of 0. A percentile is the
+ * value at rank round(p/100 x count), as hdr_value_at_percentile maps it, so countAtMost's
+ * rank search works on the union too. Where only one histogram holds values a call is one native
+ * call; with both, the smaller (`recorded`: a few JavaScript-recorded values) is read once into a
+ * sorted array and the rank is found by binary search against `native`'s ranks.
+ */
+class LatenessUnion {
+  zeros = 0;
+  /** @type {number[] | null} recorded's values in order, read on demand */
+  #sorted = null;
+
+  /**
+   * @param {import('perf_hooks').Histogram} native
+   * @param {number} offsetNs what native records for no lateness
+   * @param {import('perf_hooks').RecordableHistogram} recorded
+   * @param {() => void} [onReset] called by reset() instead of native.reset()
+   */
+  constructor(native, offsetNs, recorded, onReset) {
+    this.native = native;
+    this.offsetNs = offsetNs;
+    this.recorded = recorded;
+    this.onReset = onReset;
+  }
+
+  /** Records a lateness (ns, >= 0). */
+  record(ns) {
+    if (ns >= 1) this.recorded.record(Math.round(ns));
+    else this.zeros++;
+    this.#sorted = null;
+  }
+
+  get count() {
+    return this.native.count + this.recorded.count + this.zeros;
+  }
+
+  get min() {
+    let min = Infinity;
+    if (this.zeros > 0) return 0;
+    if (this.native.count > 0) min = this.#shift(this.native.min);
+    if (this.recorded.count > 0) min = Math.min(min, this.recorded.min);
+    return min === Infinity ? 0 : min;
+  }
+
+  get max() {
+    let max = 0;
+    if (this.native.count > 0) max = this.#shift(this.native.max);
+    if (this.recorded.count > 0) max = Math.max(max, this.recorded.max);
+    return max;
+  }
+
+  /** The mean (a native mean less the offset: values below the offset count as less than 0 there). */
+  get mean() {
+    const c = this.native.count;
+    const m = this.recorded.count;
+    const n = c + m + this.zeros;
+    if (n === 0) return NaN;
+    return ((c > 0 ? c * this.#shift(this.native.mean) : 0) + (m > 0 ? m * this.recorded.mean : 0)) / n;
+  }
+
+  percentile(p) {
+    const c = this.native.count;
+    const m = this.recorded.count;
+    const n = c + m + this.zeros;
+    if (n === 0) return 0;
+    let k = Math.max(1, Math.floor((Math.min(p, 100) / 100) * n + 0.5));
+    if (k <= this.zeros) return 0;
+    k -= this.zeros;
+    if (m === 0) return this.#nativeAt(k, c);
+    if (c === 0) return this.recorded.percentile((100 * k) / m);
+    const a = this.#recordedSorted();
+    // j values from `recorded`, k - j from native: the largest j whose j-th value is not above
+    // native's (k - j + 1)-th.
+    let lo = Math.max(0, k - c);
+    let hi = Math.min(k, m);
+    while (lo < hi) {
+      const j = Math.ceil((lo + hi) / 2);
+      if (k - j + 1 <= c && a[j - 1] > this.#nativeAt(k - j + 1, c)) hi = j - 1;
+      else lo = j;
+    }
+    return Math.max(lo > 0 ? a[lo - 1] : 0, k - lo > 0 ? this.#nativeAt(k - lo, c) : 0);
+  }
+
+  /** Clears the values (the native ones through onReset, if given: it reads them first). */
+  reset() {
+    if (this.onReset) this.onReset();
+    else if (this.native.count > 0) this.native.reset();
+    this.recorded.reset();
+    this.zeros = 0;
+    this.#sorted = null;
+  }
+
+  /** Native's k-th of c values (by rank, as hdr maps a percentile back to it), less the offset. */
+  #nativeAt(k, c) {
+    return this.#shift(this.native.percentile((100 * k) / c));
+  }
+
+  #shift(ns) {
+    return Math.max(0, ns - this.offsetNs);
+  }
+
+  #recordedSorted() {
+    if (this.#sorted) return this.#sorted;
+    const m = this.recorded.count;
+    const out = new Array(m);
+    for (let i = 1; i <= m; i++) out[i - 1] = this.recorded.percentile((100 * i) / m);
+    this.#sorted = out;
+    return out;
+  }
+}
+
+/**
+ * The adaptive lateness timer (see above). `histogram` reads lateness in nanoseconds.
  */
 class LoopTimer {
-  /** @type {import('perf_hooks').RecordableHistogram} */
+  /** @type {LatenessUnion} */
   histogram;
   #performance;
+  #native;
   #fineMs;
   #coarseMs;
   #weight;
   #adaptive;
-  /** @type {NodeJS.Timeout | null} */
+  /** @type {NodeJS.Timeout | null} the coarse interval, or fine mode's one-second check */
   #timer = null;
+  /** @type {NodeJS.Timeout | null} the one-shot timer due with the native monitor's first firing */
+  #shot = null;
+  #shotBase = 0;
+  /** performance.now() of the native monitor's first firing after its restart (the one-shot saw it), or null */
+  #anchor = null;
   #periodMs = 0;
+  #closed = false;
+  // Coarse mode's last firing.
   #last = 0;
   #lastLoops = 0;
   #lastIdle = 0;
-  #firings = 0;
+  // Fine mode's window: firings of its own (native, one-shot, check) so far, less the native
+  // monitor's current count.
+  #fired = 0;
   #windowAt = 0;
   #windowLoops = 0;
   #windowIdle = 0;
-  #fine = () => this.#fineTick();
+  #windowFired = 0;
+  #check = () => this.#checkTick();
   #coarse = () => this.#coarseTick();
+  #onShot = () => this.#shotTick();
 
   /**
    * @param {object} options
@@ -67,16 +203,20 @@ class LoopTimer {
    * @param {number} [options.coarseMs] the period while it is quiet (100); equal to fineMs: never coarse
    */
   constructor(options = {}) {
-    const { createHistogram, performance } = require('perf_hooks');
+    const { createHistogram, monitorEventLoopDelay, performance } = require('perf_hooks');
     this.#performance = performance;
-    this.histogram = createHistogram();
-    this.#fineMs = options.fineMs || FINE_MS;
+    this.#fineMs = Math.max(1, Math.round(options.fineMs || FINE_MS));
     this.#coarseMs = Math.max(this.#fineMs, options.coarseMs || COARSE_MS);
     this.#weight = Math.max(1, Math.round(this.#coarseMs / this.#fineMs));
     this.#adaptive = this.#coarseMs > this.#fineMs && loopCount(performance) !== null;
+    // One monitor for the timer's life, enabled while fine: Node 20 trips over a dropped one
+    // (see supportsSamplePerIteration in eventloop.js). Its libuv timer is unref'd (Node's
+    // IntervalHistogram::OnStart).
+    this.#native = monitorEventLoopDelay({ resolution: this.#fineMs });
+    this.histogram = new LatenessUnion(this.#native, this.#fineMs * 1e6, createHistogram(), () => this.#resetNative());
     // Fine at first: startup is busy, and an interval as short as a process that ends at once
     // still gets firings; a quiet second turns it coarse.
-    this.#start(this.#fineMs);
+    this.#startFine(performance.now());
   }
 
   /** The current period in milliseconds (fine or coarse). */
@@ -84,45 +224,112 @@ class LoopTimer {
     return this.#periodMs;
   }
 
-  /** Stops the timer. */
+  /** Stops the timers and the native monitor. */
   close() {
+    this.#closed = true;
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = null;
+    if (this.#shot) clearTimeout(this.#shot);
+    this.#shot = null;
+    this.#native.disable();
   }
 
-  #start(periodMs) {
+  #startFine(base) {
     if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
     const performance = this.#performance;
-    this.#periodMs = periodMs;
-    this.#last = performance.now();
-    this.#lastLoops = this.#windowLoops = loopCount(performance) || 0;
-    this.#lastIdle = this.#windowIdle = performance.nodeTiming.idleTime;
-    this.#windowAt = this.#last;
-    this.#firings = 0;
-    this.#timer = setInterval(periodMs === this.#fineMs ? this.#fine : this.#coarse, periodMs);
+    const native = this.#native;
+    // Values the monitor kept from an earlier fine period (no sample since): into the recorded
+    // histogram, since restarting clears them. Rare: fine, coarse and fine again between samples.
+    const c = native.count;
+    for (let i = 1; i <= c; i++) this.histogram.record(native.percentile((100 * i) / c) - this.#fineMs * 1e6);
+    this.#periodMs = this.#fineMs;
+    this.#restartNative(base);
+    if (!this.#adaptive) return;
+    this.#windowAt = performance.now();
+    this.#windowLoops = loopCount(performance) || 0;
+    this.#windowIdle = performance.nodeTiming.idleTime;
+    this.#windowFired = this.#fired;
+    this.#timer = setInterval(this.#check, WINDOW_MS);
     this.#timer.unref();
   }
 
-  #record(ms) {
-    this.histogram.record(ms > 0 ? Math.max(1, Math.round(ms * 1e6)) : 1);
+  /**
+   * Restarts the native monitor, its values cleared, with a one-shot timer due with its first
+   * firing (which records nothing) that records the interval from `base` (the monitor's last
+   * firing, or when sampling began) to itself.
+   */
+  #restartNative(base) {
+    if (this.#shot) clearTimeout(this.#shot);
+    this.#shotBase = base;
+    // setTimeout first: it updates libuv's clock, from which the monitor's timer is due.
+    this.#shot = setTimeout(this.#onShot, this.#fineMs);
+    this.#shot.unref();
+    this.#anchor = null;
+    this.#fired += this.#native.count + 1; // + its first firing, which records nothing
+    this.#native.disable();
+    this.#native.reset();
+    this.#native.enable();
   }
 
-  #fineTick() {
+  /** performance.now() of the native monitor's last firing (estimated; see above), at most `now`. */
+  #lastNativeFiring(now) {
+    if (this.#shot) return Math.min(now, this.#shotBase);
+    if (this.#anchor === null) return now;
+    const native = this.#native;
+    const c = native.count;
+    return Math.min(now, this.#anchor + (c > 0 ? (c * native.mean) / 1e6 : 0));
+  }
+
+  /** The sampler read the interval: clear the native values, restarting the monitor while fine. */
+  #resetNative() {
+    if (this.#closed || this.#periodMs !== this.#fineMs) {
+      if (this.#native.count > 0) this.#native.reset();
+      return;
+    }
+    this.#restartNative(this.#lastNativeFiring(this.#performance.now()));
+  }
+
+  #shotTick() {
+    this.#shot = null;
     const now = this.#performance.now();
-    this.#record(now - this.#last - this.#periodMs);
-    this.#last = now;
-    if (!this.#adaptive || ++this.#firings * this.#periodMs < WINDOW_MS) return;
+    this.#anchor = now;
+    this.#fired++;
+    this.histogram.record((now - this.#shotBase - this.#fineMs) * 1e6);
+  }
+
+  #checkTick() {
     const performance = this.#performance;
+    const now = performance.now();
+    this.#fired++;
+    const fired = this.#fired + this.#native.count;
     const loops = loopCount(performance) || 0;
     const idle = performance.nodeTiming.idleTime;
     const wall = now - this.#windowAt;
-    const wakeups = loops - this.#windowLoops - this.#firings;
+    const wakeups = loops - this.#windowLoops - (fired - this.#windowFired);
     const busy = wall - (idle - this.#windowIdle);
     this.#windowAt = now;
     this.#windowLoops = loops;
     this.#windowIdle = idle;
-    this.#firings = 0;
-    if (wakeups <= (QUIET_WAKEUPS_PER_S * wall) / 1000 && busy <= QUIET_BUSY * wall) this.#start(this.#coarseMs);
+    this.#windowFired = fired;
+    if (wakeups <= (QUIET_WAKEUPS_PER_S * wall) / 1000 && busy <= QUIET_BUSY * wall) this.#startCoarse(now);
+  }
+
+  #startCoarse(now) {
+    const performance = this.#performance;
+    // The interval from the monitor's last firing to now, which disabling it loses.
+    this.histogram.record((now - this.#lastNativeFiring(now) - this.#fineMs) * 1e6);
+    if (this.#shot) clearTimeout(this.#shot);
+    this.#shot = null;
+    this.#anchor = null;
+    this.#native.disable(); // its values stay for the next sample
+    if (this.#timer) clearInterval(this.#timer);
+    this.#periodMs = this.#coarseMs;
+    this.#last = now;
+    this.#lastLoops = loopCount(performance) || 0;
+    this.#lastIdle = performance.nodeTiming.idleTime;
+    this.#timer = setInterval(this.#coarse, this.#coarseMs);
+    this.#timer.unref();
   }
 
   #coarseTick() {
@@ -136,9 +343,9 @@ class LoopTimer {
     this.#last = now;
     this.#lastLoops = loops;
     this.#lastIdle = idle;
-    this.#record(Math.max(late, wakeups <= MAX_WAKEUPS ? busy : busy / wakeups));
-    for (let i = 1; i < this.#weight; i++) this.histogram.record(1);
-    if (wakeups > MAX_WAKEUPS || (wakeups > ONE_WAKEUP && busy > AMBIGUOUS_BUSY * this.#periodMs)) this.#start(this.#fineMs);
+    this.histogram.record(Math.max(late, wakeups <= MAX_WAKEUPS ? busy : busy / wakeups) * 1e6);
+    this.histogram.zeros += this.#weight - 1;
+    if (wakeups > MAX_WAKEUPS || (wakeups > ONE_WAKEUP && busy > AMBIGUOUS_BUSY * this.#periodMs)) this.#startFine(now);
   }
 }
 
@@ -151,4 +358,4 @@ function createLoopTimer(options) {
   return new LoopTimer(options);
 }
 
-module.exports = { createLoopTimer, FINE_MS, COARSE_MS, MAX_WAKEUPS };
+module.exports = { createLoopTimer, FINE_MS, COARSE_MS, MAX_WAKEUPS, _internal: { LatenessUnion } };

@@ -17,7 +17,7 @@ const EVENTLOOP_BUCKETS = Object.freeze([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05
 /** @type {readonly import('./metric-def').MetricDef[]} */
 const METRICS = Object.freeze([
   metricDef('nodejs.eventloop.delay', 'histogram', 's', [],
-    'Event-loop delay. Mode iteration (Node 24.19+, 26.5+): how long each loop iteration ran. Mode timer: how late a timer fired, every 10 ms while the loop is busy, every 100 ms while it is quiet (then the longer of that and the time the loop was busy since the last firing, when it woke at most 3 times; a firing counts as 10 samples). See nodejs.eventloop.delay.mode; the two do not compare.',
+    'Event-loop delay. Mode iteration (Node 24.19+, 26.5+): how long each loop iteration ran. Mode timer: how late a timer fired, every 10 ms while the loop is busy (a native timer, monitorEventLoopDelay), every 100 ms while it is quiet (then the longer of that and the time the loop was busy since the last firing, when it woke at most 3 times; a firing counts as 10 samples). See nodejs.eventloop.delay.mode; the two do not compare.',
     EVENTLOOP_BUCKETS, {
       ...RUNTIME,
       intervalGauges: Object.freeze(['min', 'max', 'mean', 'p50', 'p90', 'p99'].map((s) => `nodejs.eventloop.delay.${s}`)),
@@ -70,7 +70,8 @@ function supportsSamplePerIteration() {
  *   shorter than 10 ms are seen too; no timer of its own, so an idle loop costs nothing.
  *   Percentiles are over iterations, not over time.
  * - timer (older Node): how late a repeating timer fires (lib/sources/eventloop-timer.js), every
- *   10 ms while the loop is busy and every 100 ms while it is quiet, where a firing also reads the
+ *   10 ms while the loop is busy (Node's monitorEventLoopDelay, a timer in C++) and every 100 ms
+ *   while it is quiet (a JavaScript timer), where a firing also reads the
  *   time the loop was busy since the previous one, so a 100 ms block reads 100 ms in either; an
  *   idle loop reads ~0 (prom-client's nodejs_eventloop_lag_* read the 10 ms period itself).
  *   Samples are spread evenly over time (a coarse firing counts as ten).
@@ -120,7 +121,8 @@ class EventLoopSampler {
     const wanted = options.mode || 'auto';
     const mode = wanted === 'timer' || !supportsSamplePerIteration() ? 'timer' : 'iteration';
     this.mode = mode;
-    // Timer mode records lateness itself; iteration mode records durations: nothing to subtract.
+    // Timer mode's histogram reads lateness (its native monitor's period is subtracted there);
+    // iteration mode records durations: nothing to subtract.
     this.#offsetNs = 0;
     if (mode === 'timer') {
       this.#timer = createLoopTimer({ fineMs: resolutionMs, coarseMs: options.coarseMs || COARSE_MS });
@@ -170,8 +172,8 @@ class EventLoopSampler {
 
   /**
    * The interval's delay gauges into `out`, its samples into the histogram; then the monitor is
-   * reset (timer mode keeps its own last firing, iteration mode records an iteration at its end:
-   * nothing is lost at a reset).
+   * reset (timer mode records the interval that spans the reset itself, iteration mode records an
+   * iteration at its end: nothing is lost at a reset).
    * @param {import('./index').RawPoint[]} out
    */
   #sampleDelay(out) {

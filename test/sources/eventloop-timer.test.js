@@ -85,3 +85,140 @@ describe('samplers/eventloop: timer mode, quiet and busy periods', function () {
     assert.ok(h.count >= 60 && h.count <= 125, `${h.count} firings in 1.2 s`);
   });
 });
+
+describe('samplers/eventloop: timer mode on Node\'s native monitor (fine) and the intervals its resets would lose', function () {
+  this.timeout(20000);
+  let sampler;
+  let busy;
+  afterEach(() => {
+    if (busy) clearInterval(busy);
+    busy = null;
+    if (sampler) sampler.close();
+    sampler = null;
+  });
+  const above = (points, bound) => {
+    const h = points.find((p) => p.name === 'nodejs.eventloop.delay').histogram;
+    return h.counts.slice(h.bounds.indexOf(bound) + 1).reduce((a, c) => a + c, 0);
+  };
+
+  it('a block right after a sample, in the same tick, is read in full (the monitor\'s reset forgets its last firing)', async () => {
+    sampler = createEventLoopSampler({ mode: 'timer', coarseMs: 10 }); // always fine
+    await sleep(100);
+    for (let i = 0; i < 3; i++) {
+      await sleep(15 + 7 * i);
+      const before = above(sampler.sample(), 0.1);
+      blockFor(200);
+      await sleep(40);
+      const points = sampler.sample();
+      const max = value(points, 'nodejs.eventloop.delay.max');
+      // Ground truth: a 200 ms block; a 10 ms timer reads it less up to one period.
+      assert.ok(max >= 0.19 && max < 0.3, `round ${i}: max ${max} s`);
+      assert.equal(above(points, 0.1) - before, 1, `round ${i}: one sample above 100 ms`);
+    }
+  });
+
+  it('a block in an app timer due just before the sampler\'s is read once, in one of the two intervals', async () => {
+    sampler = createEventLoopSampler({ mode: 'timer', coarseMs: 10 });
+    await sleep(100);
+    for (let i = 0; i < 3; i++) {
+      sampler.sample();
+      await sleep(13 + 3 * i);
+      const maxes = [];
+      await new Promise((resolve) => {
+        // Same due time, the app's first: Node runs both in one pass of its timer list, and the
+        // monitor's firing that would measure the block comes after the sample.
+        setTimeout(() => blockFor(200), 5);
+        setTimeout(() => {
+          const points = sampler.sample();
+          maxes.push(value(points, 'nodejs.eventloop.delay.max') || 0);
+          resolve();
+        }, 5);
+      });
+      await sleep(40);
+      const points = sampler.sample();
+      maxes.push(value(points, 'nodejs.eventloop.delay.max') || 0);
+      assert.equal(above(points, 0.1), i + 1, `round ${i}: the cumulative histogram has each block once`);
+      const seen = maxes.filter((m) => m >= 0.19);
+      assert.equal(seen.length, 1, `round ${i}: interval maxima ${maxes}`);
+      assert.ok(seen[0] < 0.3, `round ${i}: interval maxima ${maxes}`);
+    }
+  });
+
+  it('an interval with coarse and fine samples reads both (the union of the JavaScript and native values)', async function () {
+    if (!hasLoopCount()) this.skip();
+    sampler = createEventLoopSampler({ mode: 'timer' });
+    let until = Date.now() + 5000;
+    while (sampler.timerPeriodMs !== 100 && Date.now() < until) await sleep(100);
+    assert.equal(sampler.timerPeriodMs, 100);
+    const before = above(sampler.sample(), 0.05);
+    await sleep(30);
+    blockFor(120); // coarse: a JavaScript timer's reading
+    await sleep(120);
+    busy = setInterval(() => {}, 2);
+    until = Date.now() + 3000;
+    while (sampler.timerPeriodMs !== 10 && Date.now() < until) await sleep(20);
+    assert.equal(sampler.timerPeriodMs, 10, 'a busy loop turns it fine');
+    await sleep(50);
+    blockFor(80); // fine: the native monitor's
+    await sleep(50);
+    const points = sampler.sample();
+    // Ground truth: a 120 ms and an 80 ms block; each reads its length less up to one period.
+    assert.ok(value(points, 'nodejs.eventloop.delay.max') >= 0.11 && value(points, 'nodejs.eventloop.delay.max') < 0.2, `max ${value(points, 'nodejs.eventloop.delay.max')}`);
+    assert.equal(above(points, 0.05) - before, 2, 'both blocks, once each');
+    const p99 = value(points, 'nodejs.eventloop.delay.p99');
+    assert.ok(p99 >= 0 && p99 <= value(points, 'nodejs.eventloop.delay.max'));
+  });
+});
+
+describe('samplers/eventloop: the union of native and recorded lateness (LatenessUnion)', () => {
+  const { createHistogram } = require('perf_hooks');
+  const { LatenessUnion } = require('../../lib/sources/eventloop-timer')._internal;
+  const { _internal: { addToBuckets } } = require('../../lib/sources/eventloop');
+  const { Histogram } = require('../../lib/core/histogram');
+  const { EVENTLOOP_BUCKETS } = require('../../lib/snapshot/catalog');
+  const P = 10e6;
+
+  // Ground truth: lateness values (ns) the test puts in each part; "native" records period + lateness.
+  function build(nativeLate, recordedLate, zeros) {
+    const native = createHistogram();
+    for (const ns of nativeLate) native.record(P + ns);
+    const recorded = createHistogram();
+    const u = new LatenessUnion(/** @type {any} */ (native), P, recorded);
+    for (const ns of recordedLate) u.record(ns);
+    u.zeros += zeros;
+    const all = [...nativeLate, ...recordedLate, ...new Array(zeros).fill(0)].sort((a, b) => a - b);
+    return { u, all };
+  }
+  // HDR keeps 3 significant digits: a native value (period + lateness) is within 0.1% of the
+  // period and lateness. No value lies that close to a bucket bound.
+  const near = (got, want, msg) => assert.ok(Math.abs(got - want) <= 0.001 * (P + want) + 1, `${msg}: ${got} vs ${want}`);
+
+  for (const [label, nativeLate, recordedLate, zeros] of [
+    ['native only', [0, 50e3, 1.2e6, 3e6, 200e6, 40e3, 40e3], [], 0],
+    ['recorded only', [], [2e6, 95e6, 300e3], 27],
+    ['one recorded value (a reset\'s interval) among native ones', [10e3, 20e3, 30e3, 4e6, 60e6, 70e3], [190e6], 0],
+    ['both, interleaved, with zeros', [0, 4.6e6, 4.6e6, 7e6, 12e6, 400e6, 1.3e6], [3e6, 6e6, 6e6, 150e6, 2.6e9], 9],
+  ]) {
+    it(`count, min, max, mean, percentiles and buckets of the union: ${label}`, () => {
+      const { u, all } = build(nativeLate, recordedLate, zeros);
+      const n = all.length;
+      assert.equal(u.count, n);
+      near(u.min, all[0], 'min');
+      near(u.max, all[n - 1], 'max');
+      const mean = all.reduce((a, b) => a + b, 0) / n;
+      assert.ok(Math.abs(u.mean - mean) <= 0.001 * (P + mean), `mean ${u.mean} vs ${mean}`);
+      for (const p of [1, 10, 25, 50, 75, 90, 99, 100]) {
+        const k = Math.max(1, Math.floor((p / 100) * n + 0.5));
+        near(u.percentile(p), all[k - 1], `p${p}`);
+      }
+      for (let k = 1; k <= n; k++) near(u.percentile((100 * k) / n), all[k - 1], `rank ${k}`);
+      const h = new Histogram(EVENTLOOP_BUCKETS);
+      addToBuckets(h, u, n, 0);
+      const want = new Histogram(EVENTLOOP_BUCKETS);
+      for (const ns of all) want.observe(ns / 1e9);
+      assert.deepEqual(h.counts, want.counts);
+      u.reset();
+      assert.equal(u.count, 0);
+    });
+  }
+});
