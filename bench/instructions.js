@@ -8,7 +8,7 @@
 //
 //   node bench/instructions.js [--servers hello,lookup] [--only none,uvscope,prom-client,otel]
 //                              [--rates 5,20] [--seconds 30] [--warmup 1500] [--runs 1]
-//                              [--base DIR]
+//                              [--base DIR] [--node-flags '--single-threaded --no-opt --no-maglev --hash-seed=1 --random-seed=1']
 //
 // Servers (bench/fixtures/): hello (hello-server.js), await (await-server.js: a handler with two
 // awaits, the tracer bench's app), lookup (lookup-server.js: a handler that awaits and looks up
@@ -37,9 +37,32 @@
 //   per request  = (I_high - I_low) / (N_high - N_low)         (instructions I, requests N)
 // and a third phase with no request gives the periodic work alone:
 //   per second   = I_idle / seconds.
-// Printed per server and variant: both, on the main thread and on all threads (V8's compiler and
-// GC threads too), and the same minus no agent's of the same run ("added"); with --runs N the
-// range over N fresh servers. Before each phase the server collects its heap in full (SIGUSR2,
+// That alone did not rank the agents: part of the clock-driven work follows the load (a busy loop
+// under callgrind makes uvscope's event-loop timer fire 10 times as often, a sample's percentiles
+// cost more with more distinct delays), and V8 compiles and collects on other threads at times
+// set by the scheduler, so the main thread's share moved by tens of thousands of instructions a
+// request between runs. What ranks (repeats within 0.03 to 2.4 % a variant; bench/README.md):
+// - the request path: the main thread's instructions outside libuv's timers phase (every
+//   instruction of a phase minus the inclusive count of uv__run_timers, from callgrind_annotate):
+//   the request's parsing, handler, awaits, lookups, writes and whatever an agent does on them
+//   (diagnostics_channel subscribers, wrappers), with the GC and compilation they cause; the
+//   agents' samples, renders and collections run from timers and are left out (printed apart:
+//   "in timers", and per idle second);
+// - with Node's --single-threaded --no-opt --no-maglev (--node-flags; every variant, no agent
+//   too): V8 collects on the main thread, when the allocation asks for it, not when a helper
+//   thread gets scheduled, and runs JavaScript in its interpreter and baseline code only: with the
+//   optimizing compilers on, hot code was still being optimized after the warm-up, on the main
+//   thread under --single-threaded, and whether that fell in the low or the high phase depended
+//   on what else ran (an agent's timers heat shared code such as EventEmitter's), which moved a
+//   variant's difference by up to 80k a request (Node 20) though each repeated; and V8's hash and
+//   random seeds fixed (uvscope samples callers at random gaps). So the path is the unoptimized
+//   cost of the request and of each agent's per-request work, GC included, for every variant
+//   alike: it ranks the agents, it is not what an optimized default Node spends.
+// A run whose uvscope tracer was armed during a rated phase (auto mode arms when a probe waits
+// 250 ms, which callgrind's slowness causes) gives no per-request figure: printed, left out.
+// Printed per server and variant: the path, the timers' part, the main thread and all threads per
+// request, the timers and the main thread per idle second, each also minus no agent's of the same
+// run ("added"); with --runs N the median and range over N fresh servers. Before each phase the server collects its heap in full (SIGUSR2,
 // bench/fixtures/phase-signal.js), so a major GC does not land in one phase or the next by chance.
 // The phases run in the order low, high, idle (the idle one last: V8's memory reducer collects
 // after the load stops, which would otherwise move into the next phase). Before them --warmup
@@ -80,7 +103,7 @@ const VARIANTS = [
   { name: 'off', label: 'uvscope, quiet, tracer off', preloads: () => [path.join(REPO, 'register.js')], env: { ...QUIET, UVSCOPE_TRACER: 'off' } },
   { name: 'armed', label: 'uvscope, quiet, armed', preloads: () => [path.join(REPO, 'register.js')], env: { ...QUIET, UVSCOPE_TRACER: 'on' } },
 ];
-const USAGE = 'node bench/instructions.js [--servers hello,lookup] [--only none,uvscope,prom-client,otel] [--phases low,high,idle] [--rates 5,20] [--seconds 30] [--warmup 1500] [--runs 1] [--base DIR]';
+const USAGE = 'node bench/instructions.js [--servers hello,lookup] [--only none,uvscope,prom-client,otel] [--phases low,high,idle] [--rates 5,20] [--seconds 30] [--warmup 1500] [--runs 1] [--base DIR] [--node-flags \'--single-threaded --no-opt --no-maglev --hash-seed=1 --random-seed=1\']';
 
 function parseList(flag, value, known) {
   const list = String(value).split(',').filter(Boolean);
@@ -96,9 +119,9 @@ function intIn(flag, value, lo, hi) {
 }
 
 function parseArgs(argv) {
-  const opts = { phases: ['low', 'high', 'idle'], burst: 0, rates: [5, 20], seconds: 30, warmup: 1500, runs: 1, base: null, servers: ['hello', 'lookup'], only: ['none', 'uvscope', 'prom-client', 'otel'] };
+  const opts = { nodeFlags: ['--single-threaded', '--no-opt', '--no-maglev', '--hash-seed=1', '--random-seed=1'], phases: ['low', 'high', 'idle'], burst: 0, rates: [5, 20], seconds: 30, warmup: 1500, runs: 1, base: null, servers: ['hello', 'lookup'], only: ['none', 'uvscope', 'prom-client', 'otel'] };
   for (let i = 0; i < argv.length; i++) {
-    const m = /^--(rates|seconds|warmup|runs|only|servers|base|phases|burst)(?:=(.*))?$/.exec(argv[i]);
+    const m = /^--(rates|seconds|warmup|runs|only|servers|base|phases|burst|node-flags)(?:=(.*))?$/.exec(argv[i]);
     if (!m) throw new Error(`unknown argument ${argv[i]}: ${USAGE}`);
     const value = m[2] !== undefined ? m[2] : argv[++i];
     if (m[1] === 'only') opts.only = parseList('only', value, VARIANTS.map((v) => v.name));
@@ -109,6 +132,7 @@ function parseArgs(argv) {
     else if (m[1] === 'seconds') opts.seconds = intIn('seconds', value, 5, 300);
     else if (m[1] === 'warmup') opts.warmup = intIn('warmup', value, 0, 100000);
     else if (m[1] === 'base') opts.base = path.resolve(value);
+    else if (m[1] === 'node-flags') opts.nodeFlags = String(value).split(/\s+/).filter(Boolean);
     else {
       const rates = String(value).split(',').map((r) => intIn('rates', r, 1, 100));
       if (rates.length !== 2 || rates[0] >= rates[1]) throw new Error(`--rates: two request rates a second, low,high, got ${value}`);
@@ -206,21 +230,45 @@ function lines(child, name) {
   };
 }
 
-/** Instructions in the dump files written since `seen` (one per thread): { main, all }. */
+/**
+ * Inclusive instructions of the main thread's libuv timers phase (uv__run_timers, every file its
+ * code is inlined from) in one callgrind dump, by callgrind_annotate: the work run by the clock
+ * (setTimeout/setInterval callbacks, native uv timers, what they call, the GC they trigger).
+ */
+function timersOf(file) {
+  const text = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', file], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  let timers = 0;
+  let gc = 0;
+  for (const m of text.matchAll(/^\s*([\d,]+)\s+\([^)]*\)\s+\S*:uv__run_timers\s/gm)) timers += Number(m[1].replace(/,/g, ''));
+  for (const m of text.matchAll(/^\s*([\d,]+)\s+\([^)]*\)\s+\S*:v8::internal::Heap::CollectGarbage\(/gm)) gc += Number(m[1].replace(/,/g, ''));
+  return { timers, gc };
+}
+
+/**
+ * Instructions in the dump files written since `seen` (one per thread): { main, all, timers }
+ * (timers: the main thread's in uv__run_timers, inclusive).
+ */
 function readDump(dir, tag, seen) {
   const files = fs.readdirSync(dir).filter((f) => f.startsWith(`callgrind.${tag}.`) && !seen.has(f)).sort();
   let main = 0;
   let all = 0;
+  let timers = 0;
+  let gc = 0;
   for (const f of files) {
     seen.add(f);
     const m = /^(?:summary|totals):\s+(\d+)/m.exec(fs.readFileSync(path.join(dir, f), 'utf8'));
     if (!m) continue;
     all += Number(m[1]);
     // Files are out.<dump>-<thread>; thread 01 is the main thread.
-    if (/-0*1$/.test(f)) main += Number(m[1]);
+    if (/-0*1$/.test(f)) {
+      main += Number(m[1]);
+      const t = timersOf(path.join(dir, f));
+      timers += t.timers;
+      gc += t.gc;
+    }
   }
   if (!all || !main) throw new Error(`${tag}: no callgrind counts in ${dir} (${files.join(', ') || 'no new files'})`);
-  return { main, all };
+  return { main, all, timers, gc };
 }
 
 /**
@@ -234,7 +282,7 @@ async function measure(job, opts, dir) {
   const env = cleanEnv(variant.env || {});
   const preloads = [PHASE_SIGNAL, ...variant.preloads(opts)].flatMap((p) => ['--require', p]);
   const args = ['--tool=callgrind', '--separate-threads=yes', '--dump-instr=no', '--smc-check=all-non-file', `--callgrind-out-file=${out}`,
-    process.execPath, '--expose-gc', ...preloads, SERVERS[server]];
+    process.execPath, '--expose-gc', ...opts.nodeFlags, ...preloads, SERVERS[server]];
   const child = children.track(spawn('valgrind', args, { env, stdio: ['ignore', 'pipe', 'ignore'] }));
   const stdout = lines(child, `${tag} server`);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -258,7 +306,16 @@ async function measure(job, opts, dir) {
       if (!wanted.includes('idle')) wanted.length = 0;
       else wanted.splice(0, wanted.length, 'idle');
     }
+    // uvscope's tracer armed during the warm-up (callgrind's slowness makes its probes wait):
+    // the phases start once it has disarmed (it arms for 10 s), for at most 60 s.
+    for (let waited = 0; waited < 60000; waited += 2000) {
+      process.kill(child.pid, 'SIGUSR2');
+      if (!/armed/.test(await stdout.next())) break;
+      await sleep(2000);
+    }
+    const ran = [];
     for (const [name, rate] of [['low', opts.rates[0]], ['high', opts.rates[1]], ['idle', 0]].filter(([p]) => wanted.includes(p))) {
+      ran.push(name);
       process.kill(child.pid, 'SIGUSR2');
       const ack = (await stdout.next()).split(' ');
       if (ack[0] !== 'gc') throw new Error(`${tag}: expected gc on stdout, got ${ack.join(' ')}`);
@@ -274,7 +331,11 @@ async function measure(job, opts, dir) {
     // uvscope's tracer armings before each phase and after the last (auto mode arms for 10 s when
     // a probe waits 250 ms or more, which callgrind's slowness can cause): a phase it armed in is
     // not like the others.
-    if (tracer.length) phases.tracer = tracer;
+    if (tracer.length) {
+      phases.tracer = tracer;
+      // Armed in a phase: armed when it began, or armed again before it ended.
+      phases.armedIn = ran.filter((_, i) => /armed/.test(tracer[i]) || parseInt(tracer[i + 1], 10) > parseInt(tracer[i], 10));
+    }
   } finally {
     agent.destroy();
     await stopChild(child);
@@ -284,19 +345,24 @@ async function measure(job, opts, dir) {
 
 /** Per request and per second, main thread and all threads, from one measurement's phases. */
 function figures(p) {
-  const req = p.high && p.low;
+  // A rated phase during which uvscope's tracer was armed (its async hooks on) is not like the
+  // other: no per-request figure from that run (printed, left out of the summary).
+  const req = p.high && p.low && !(p.armedIn || []).some((x) => x === 'low' || x === 'high');
   const dn = req ? p.high.n - p.low.n : 0;
   const burst = (k) => (p.burst ? p.burst[k] / p.burst.n : null);
   return {
+    reqPath: req ? ((p.high.main - p.high.timers) - (p.low.main - p.low.timers)) / dn : (p.burst ? (p.burst.main - p.burst.timers) / p.burst.n : null),
+    reqTimers: req ? (p.high.timers - p.low.timers) / dn : burst('timers'),
     reqMain: req ? (p.high.main - p.low.main) / dn : burst('main'),
     reqAll: req ? (p.high.all - p.low.all) / dn : burst('all'),
+    secTimers: p.idle ? p.idle.timers / p.idle.seconds : null,
     secMain: p.idle ? p.idle.main / p.idle.seconds : null,
     secAll: p.idle ? p.idle.all / p.idle.seconds : null,
     late: (p.low ? p.low.late : 0) + (p.high ? p.high.late : 0),
   };
 }
 
-const KEYS = ['reqMain', 'reqAll', 'secMain', 'secAll'];
+const KEYS = ['reqPath', 'reqTimers', 'reqMain', 'reqAll', 'secTimers', 'secMain', 'secAll'];
 const range = (xs) => [Math.min(...xs), Math.max(...xs)];
 const med = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -335,16 +401,19 @@ function print(rows, opts) {
   };
   for (const server of opts.servers) {
     console.log(`\n${server} server (bench/fixtures/${path.basename(SERVERS[server])}): instructions per request ((high - low) / requests) and per idle second; each: the variant's, then added to no agent's`);
-    console.log(`${'variant'.padEnd(22)} ${'per request, main'.padStart(30)} ${'per request, all'.padStart(30)} ${'per second, main'.padStart(30)} ${'per second, all'.padStart(30)}`);
+    console.log(`${'variant'.padEnd(22)} ${'per request, path'.padStart(30)} ${'per request, in timers'.padStart(30)} ${'per request, main'.padStart(30)} ${'per request, all'.padStart(30)} ${'per second, timers'.padStart(26)} ${'per second, main'.padStart(26)}`);
     for (const r of rows.filter((x) => x.server === server)) {
-      console.log(`${r.label.padEnd(22)} ${cell(r.reqMain, k).padStart(30)} ${cell(r.reqAll, k).padStart(30)} ${cell(r.secMain, m).padStart(30)} ${cell(r.secAll, m).padStart(30)}${r.late ? `  (${r.late} requests late)` : ''}`);
+      console.log(`${r.label.padEnd(22)} ${cell(r.reqPath, k).padStart(30)} ${cell(r.reqTimers, k).padStart(30)} ${cell(r.reqMain, k).padStart(30)} ${cell(r.reqAll, k).padStart(30)} ${cell(r.secTimers, m).padStart(26)} ${cell(r.secMain, m).padStart(26)}${r.late ? `  (${r.late} requests late)` : ''}`);
     }
     for (const q of ['-quiet', '']) {
       const uv = rows.find((x) => x.server === server && x.variant === `uvscope${q}`);
       const pc = rows.find((x) => x.server === server && x.variant === `prom-client${q}`);
-      if (uv && pc && uv.reqMain && pc.reqMain && uv.reqMain.added !== null && pc.reqMain.added !== null) {
-        console.log(`per request${q ? ', clock-driven work away' : ''}: uvscope adds ${uv.reqMain.added <= pc.reqMain.added ? 'no more than' : 'more than'} prom-client's defaults ` +
-          `(main thread: ${k(uv.reqMain.added)} vs ${k(pc.reqMain.added)}; all threads: ${k(uv.reqAll.added)} vs ${k(pc.reqAll.added)})`);
+      if (uv && pc && uv.reqPath && pc.reqPath && uv.reqPath.added !== null && pc.reqPath.added !== null) {
+        const [uvLo, uvHi] = uv.reqPath.addedRange;
+        const [pcLo, pcHi] = pc.reqPath.addedRange;
+        const verdict = uvHi <= pcLo ? 'no more than' : uvLo > pcHi ? 'more than' : 'within the runs\' spread of';
+        console.log(`per request${q ? ', clock-driven work away' : ''} (path: main thread outside timers): uvscope adds ${verdict} prom-client's defaults ` +
+          `(${k(uv.reqPath.added)} (${k(uvLo)}..${k(uvHi)}) vs ${k(pc.reqPath.added)} (${k(pcLo)}..${k(pcHi)}))`);
       }
     }
   }
@@ -368,7 +437,7 @@ async function main() {
   watchdog('instructions bench', budgetMs, () => [...children]);
   console.log(`instructions: node ${process.version}, ${os.cpus().length} CPU(s), load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}; ` +
     `${opts.warmup} requests of warm-up, then ${opts.burst ? `${opts.burst} requests as fast as they go${opts.phases.includes('idle') ? `, ${opts.seconds} s idle` : ''}` : `phases of ${opts.seconds} s: ${opts.phases.map((p) => (p === 'idle' ? 'idle' : `${p} ${opts.rates[p === 'low' ? 0 : 1]} req/s`)).join(', ')}`}, ` +
-    `one request at a time on one keep-alive connection; ${opts.runs} run(s)${opts.base ? `; base: ${opts.base}` : ''}`);
+    `one request at a time on one keep-alive connection; ${opts.runs} run(s); node flags: ${opts.nodeFlags.join(' ') || 'none'}${opts.base ? `; base: ${opts.base}` : ''}`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'uvscope-instructions-'));
   try {
     for (let i = 0; i < jobs.length; i += 2) {
@@ -380,8 +449,9 @@ async function main() {
         const p = j.phases;
         const ph = ['burst', 'low', 'high', 'idle'].filter((x) => p[x]).map((x) => `${x} ${p[x].n} req ${p[x].seconds.toFixed(2)} s ${p[x].main} main ${p[x].all} all`).join(', ');
         console.log(`  ${j.server} ${j.variant.name} run ${j.run + 1}: ${ph}; ` +
-          `per request ${f.reqMain === null ? "-" : Math.round(f.reqMain)} main / ${f.reqAll === null ? "-" : Math.round(f.reqAll)} all, per second ${f.secMain === null ? "-" : Math.round(f.secMain)} / ${f.secAll === null ? "-" : Math.round(f.secAll)}${f.late ? `, ${f.late} late` : ''}` +
-          `${p.tracer ? `; tracer armings before low, high, idle, after: ${p.tracer.join(', ')}` : ''}`);
+          `per request ${f.reqPath === null ? "-" : Math.round(f.reqPath)} outside timers + ${f.reqTimers === null ? "-" : Math.round(f.reqTimers)} in timers = ${f.reqMain === null ? "-" : Math.round(f.reqMain)} main / ${f.reqAll === null ? "-" : Math.round(f.reqAll)} all, per second ${f.secMain === null ? "-" : Math.round(f.secMain)} / ${f.secAll === null ? "-" : Math.round(f.secAll)}${f.late ? `, ${f.late} late` : ''}` +
+          `${p.tracer ? `; tracer armings before low, high, idle, after: ${p.tracer.join(', ')}` : ''}` +
+          `${p.armedIn && p.armedIn.length ? `; tracer armed in ${p.armedIn.join(', ')}${p.armedIn.some((x) => x !== 'idle') ? ': no per-request figure from this run' : ''}` : ''}`);
       });
     }
   } finally {

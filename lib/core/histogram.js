@@ -16,9 +16,15 @@
  * the overflow (+Inf) bucket.
  */
 class Histogram {
+  // The bounds again, as doubles of the histogram's own, for observe()'s search: keyed loads from
+  // the frozen bounds arrays the sources share went through V8's KeyedLoadIC in optimized code on
+  // Node 20 (~70 instructions a load, 10 loads per DNS lookup for its two histograms).
+  #limits;
+
   /** @param {readonly number[]} bounds ascending upper bounds */
   constructor(bounds) {
     this.bounds = bounds;
+    this.#limits = Float64Array.from(bounds);
     this.counts = new Array(bounds.length + 1).fill(0);
     this.sum = 0;
     this.count = 0;
@@ -35,7 +41,7 @@ class Histogram {
    * @param {number} [times] how many observations of this value (default 1)
    */
   observe(value, times = 1) {
-    this.counts[bucketIndex(this.bounds, value)] += times;
+    this.counts[bucketIndex(this.#limits, value)] += times;
     this.sum += value * times;
     this.count += times;
     this.frozen = null;
@@ -79,7 +85,7 @@ class Histogram {
 
 /**
  * Index of the bucket a value falls in (binary search; bounds are few but this runs per lookup).
- * @param {readonly number[]} bounds
+ * @param {Float64Array} bounds
  * @param {number} value
  */
 function bucketIndex(bounds, value) {

@@ -54,6 +54,12 @@ class NameFigures {
   #callersChanged = false;
   /** @type {Map<string, import('./names').DnsSeries>} the name's series, by error type */
   #series = new Map();
+  // The success series ('' error type) and the queue-wait histogram, kept here as well so that a
+  // lookup that succeeds looks up no Map for them (Names#record).
+  /** @type {import('./names').DnsSeries | undefined} */
+  #ok = undefined;
+  /** @type {{ histogram: import('../../core/histogram').Histogram, point: object | null } | null} */
+  #queueWait = null;
   #interval = newInterval(0);
   #recent;
   /** @type {DnsHostDetails | null} */
@@ -104,7 +110,16 @@ class NameFigures {
    * @returns {import('./names').DnsSeries | undefined} the name's series for this error type
    */
   seriesOf(errorType) {
-    return this.#series.get(errorType);
+    return errorType === '' && this.#ok !== undefined ? this.#ok : this.#series.get(errorType);
+  }
+
+  /** @returns {{ histogram: import('../../core/histogram').Histogram, point: object | null } | null} its queue-wait series, once Names has set it */
+  get queueWait() {
+    return this.#queueWait;
+  }
+
+  set queueWait(w) {
+    this.#queueWait = w;
   }
 
   /**
@@ -113,6 +128,7 @@ class NameFigures {
    */
   addSeries(errorType, series) {
     this.#series.set(errorType, series);
+    if (errorType === '') this.#ok = series;
   }
 
   /**

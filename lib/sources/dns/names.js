@@ -86,8 +86,12 @@ class Names {
    * @returns {import('./name-figures').NameFigures}
    */
   hostFor(hostname) {
+    // Names are kept lower-cased: a hostname found as it is needs no toLowerCase() (most are
+    // lower-case already).
+    let host = this.#hosts.get(hostname);
+    if (host !== undefined) return host;
     let name = hostname.toLowerCase();
-    let host = this.#hosts.get(name);
+    host = this.#hosts.get(name);
     if (!host) {
       if (this.#hosts.size >= this.#maxNames) {
         name = OTHER;
@@ -134,8 +138,12 @@ class Names {
     let s = host.seriesOf(errorType);
     if (s === undefined) s = this.#addSeries(host, errorType);
     s.histogram.observe(seconds);
-    let w = this.#queueWaits.get(host.name);
-    if (!w) this.#queueWaits.set(host.name, (w = { histogram: new Histogram(QUEUE_WAIT_BUCKETS), point: null }));
+    let w = host.queueWait;
+    if (w === null) {
+      w = this.#queueWaits.get(host.name);
+      if (!w) this.#queueWaits.set(host.name, (w = { histogram: new Histogram(QUEUE_WAIT_BUCKETS), point: null }));
+      host.queueWait = w;
+    }
     w.histogram.observe(waited);
     host.record(seconds, waited, failed);
     const conf = this.#resolver();

@@ -16,6 +16,9 @@ const { Names, resolverTimeouts } = require('./names');
 
 // How far back percentiles reach by default.
 const RECENT_MS = 60000;
+// The process object, read once: the global `process` is an accessor on Node 20 (a global load and
+// a getter call at each use, in the lookup's path).
+const proc = process;
 
 // Per-lookup events (lib/core/channels.js) for exporters that record each lookup and for tracer
 // integrations. Published only when someone subscribes.
@@ -169,7 +172,7 @@ class DnsSampler {
   #record(ctx, err) {
     if (!ctx.live) return;
     try {
-      const t = process.hrtime();
+      const t = proc.hrtime();
       const nowS = t[0];
       const nowNs = t[1];
       this.#slots.done(ctx, nowS, nowNs);
@@ -213,7 +216,7 @@ function ownTracker(slots) {
     record: (ctx) => {
       if (!ctx.live) return;
       try {
-        const t = process.hrtime();
+        const t = proc.hrtime();
         slots.done(ctx, t[0], t[1]);
       } catch (e) {
         reportError('sampler:dns', e);
