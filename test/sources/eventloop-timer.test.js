@@ -84,89 +84,80 @@ describe('samplers/eventloop: timer mode, quiet and busy periods', function () {
     const h = points.find((p) => p.name === 'nodejs.eventloop.delay').histogram;
     assert.ok(h.count >= 60 && h.count <= 125, `${h.count} firings in 1.2 s`);
   });
-});
 
-describe('samplers/eventloop: timer mode on Node\'s native monitor (fine) and the intervals its resets would lose', function () {
-  this.timeout(20000);
-  let sampler;
-  let busy;
-  afterEach(() => {
-    if (busy) clearInterval(busy);
-    busy = null;
-    if (sampler) sampler.close();
-    sampler = null;
-  });
-  const above = (points, bound) => {
-    const h = points.find((p) => p.name === 'nodejs.eventloop.delay').histogram;
-    return h.counts.slice(h.bounds.indexOf(bound) + 1).reduce((a, c) => a + c, 0);
-  };
+  describe('on Node\'s native monitor (fine), and the intervals its resets would lose', () => {
+    const above = (points, bound) => {
+      const h = points.find((p) => p.name === 'nodejs.eventloop.delay').histogram;
+      return h.counts.slice(h.bounds.indexOf(bound) + 1).reduce((a, c) => a + c, 0);
+    };
 
-  it('a block right after a sample, in the same tick, is read in full (the monitor\'s reset forgets its last firing)', async () => {
-    sampler = createEventLoopSampler({ mode: 'timer', coarseMs: 10 }); // always fine
-    await sleep(100);
-    for (let i = 0; i < 3; i++) {
-      await sleep(15 + 7 * i);
-      const before = above(sampler.sample(), 0.1);
-      blockFor(200);
-      await sleep(40);
+    it('a block right after a sample, in the same tick, is read in full (the monitor\'s reset forgets its last firing)', async () => {
+      sampler = createEventLoopSampler({ mode: 'timer', coarseMs: 10 }); // always fine
+      await sleep(100);
+      for (let i = 0; i < 3; i++) {
+        await sleep(15 + 7 * i);
+        const before = above(sampler.sample(), 0.1);
+        blockFor(200);
+        await sleep(40);
+        const points = sampler.sample();
+        const max = value(points, 'nodejs.eventloop.delay.max');
+        // Ground truth: a 200 ms block; a 10 ms timer reads it less up to one period.
+        assert.ok(max >= 0.19 && max < 0.3, `round ${i}: max ${max} s`);
+        assert.equal(above(points, 0.1) - before, 1, `round ${i}: one sample above 100 ms`);
+      }
+    });
+
+    it('a block in an app timer due just before the sampler\'s is read once, in one of the two intervals', async () => {
+      sampler = createEventLoopSampler({ mode: 'timer', coarseMs: 10 });
+      await sleep(100);
+      for (let i = 0; i < 3; i++) {
+        sampler.sample();
+        await sleep(13 + 3 * i);
+        const maxes = [];
+        await new Promise((resolve) => {
+          // Same due time, the app's first: Node runs both in one pass of its timer list, and the
+          // monitor's firing that would measure the block comes after the sample.
+          setTimeout(() => blockFor(200), 5);
+          setTimeout(() => {
+            const points = sampler.sample();
+            maxes.push(value(points, 'nodejs.eventloop.delay.max') || 0);
+            resolve();
+          }, 5);
+        });
+        await sleep(40);
+        const points = sampler.sample();
+        maxes.push(value(points, 'nodejs.eventloop.delay.max') || 0);
+        assert.equal(above(points, 0.1), i + 1, `round ${i}: the cumulative histogram has each block once`);
+        const seen = maxes.filter((m) => m >= 0.19);
+        assert.equal(seen.length, 1, `round ${i}: interval maxima ${maxes}`);
+        assert.ok(seen[0] < 0.3, `round ${i}: interval maxima ${maxes}`);
+      }
+    });
+
+    it('an interval with coarse and fine samples reads both (the union of the JavaScript and native values)', async function () {
+      if (!hasLoopCount()) this.skip();
+      sampler = createEventLoopSampler({ mode: 'timer' });
+      let until = Date.now() + 5000;
+      while (sampler.timerPeriodMs !== 100 && Date.now() < until) await sleep(100);
+      assert.equal(sampler.timerPeriodMs, 100);
+      const before = above(sampler.sample(), 0.05);
+      await sleep(30);
+      blockFor(120); // coarse: a JavaScript timer's reading
+      await sleep(120);
+      busy = setInterval(() => {}, 2);
+      until = Date.now() + 3000;
+      while (sampler.timerPeriodMs !== 10 && Date.now() < until) await sleep(20);
+      assert.equal(sampler.timerPeriodMs, 10, 'a busy loop turns it fine');
+      await sleep(50);
+      blockFor(80); // fine: the native monitor's
+      await sleep(50);
       const points = sampler.sample();
-      const max = value(points, 'nodejs.eventloop.delay.max');
-      // Ground truth: a 200 ms block; a 10 ms timer reads it less up to one period.
-      assert.ok(max >= 0.19 && max < 0.3, `round ${i}: max ${max} s`);
-      assert.equal(above(points, 0.1) - before, 1, `round ${i}: one sample above 100 ms`);
-    }
-  });
-
-  it('a block in an app timer due just before the sampler\'s is read once, in one of the two intervals', async () => {
-    sampler = createEventLoopSampler({ mode: 'timer', coarseMs: 10 });
-    await sleep(100);
-    for (let i = 0; i < 3; i++) {
-      sampler.sample();
-      await sleep(13 + 3 * i);
-      const maxes = [];
-      await new Promise((resolve) => {
-        // Same due time, the app's first: Node runs both in one pass of its timer list, and the
-        // monitor's firing that would measure the block comes after the sample.
-        setTimeout(() => blockFor(200), 5);
-        setTimeout(() => {
-          const points = sampler.sample();
-          maxes.push(value(points, 'nodejs.eventloop.delay.max') || 0);
-          resolve();
-        }, 5);
-      });
-      await sleep(40);
-      const points = sampler.sample();
-      maxes.push(value(points, 'nodejs.eventloop.delay.max') || 0);
-      assert.equal(above(points, 0.1), i + 1, `round ${i}: the cumulative histogram has each block once`);
-      const seen = maxes.filter((m) => m >= 0.19);
-      assert.equal(seen.length, 1, `round ${i}: interval maxima ${maxes}`);
-      assert.ok(seen[0] < 0.3, `round ${i}: interval maxima ${maxes}`);
-    }
-  });
-
-  it('an interval with coarse and fine samples reads both (the union of the JavaScript and native values)', async function () {
-    if (!hasLoopCount()) this.skip();
-    sampler = createEventLoopSampler({ mode: 'timer' });
-    let until = Date.now() + 5000;
-    while (sampler.timerPeriodMs !== 100 && Date.now() < until) await sleep(100);
-    assert.equal(sampler.timerPeriodMs, 100);
-    const before = above(sampler.sample(), 0.05);
-    await sleep(30);
-    blockFor(120); // coarse: a JavaScript timer's reading
-    await sleep(120);
-    busy = setInterval(() => {}, 2);
-    until = Date.now() + 3000;
-    while (sampler.timerPeriodMs !== 10 && Date.now() < until) await sleep(20);
-    assert.equal(sampler.timerPeriodMs, 10, 'a busy loop turns it fine');
-    await sleep(50);
-    blockFor(80); // fine: the native monitor's
-    await sleep(50);
-    const points = sampler.sample();
-    // Ground truth: a 120 ms and an 80 ms block; each reads its length less up to one period.
-    assert.ok(value(points, 'nodejs.eventloop.delay.max') >= 0.11 && value(points, 'nodejs.eventloop.delay.max') < 0.2, `max ${value(points, 'nodejs.eventloop.delay.max')}`);
-    assert.equal(above(points, 0.05) - before, 2, 'both blocks, once each');
-    const p99 = value(points, 'nodejs.eventloop.delay.p99');
-    assert.ok(p99 >= 0 && p99 <= value(points, 'nodejs.eventloop.delay.max'));
+      // Ground truth: a 120 ms and an 80 ms block; each reads its length less up to one period.
+      assert.ok(value(points, 'nodejs.eventloop.delay.max') >= 0.11 && value(points, 'nodejs.eventloop.delay.max') < 0.2, `max ${value(points, 'nodejs.eventloop.delay.max')}`);
+      assert.equal(above(points, 0.05) - before, 2, 'both blocks, once each');
+      const p99 = value(points, 'nodejs.eventloop.delay.p99');
+      assert.ok(p99 >= 0 && p99 <= value(points, 'nodejs.eventloop.delay.max'));
+    });
   });
 });
 
