@@ -23,6 +23,20 @@ function fakeDns() {
   return { dns, calls };
 }
 
+/**
+ * Runs fn (sync or async) with a DNS sampler over `dns` (options added), closed after it whatever
+ * fn does; the test returns the promise.
+ * @param {object} dns @param {(sampler: any) => unknown} fn @param {object} [options]
+ */
+async function withSampler(dns, fn, options = {}) {
+  const sampler = createDnsSampler({ dns, ...options });
+  try {
+    return await fn(sampler);
+  } finally {
+    sampler.close();
+  }
+}
+
 const hostOf = (sampler, name) => sampler.details().hosts.find((h) => h.name === name);
 // Lookups started (counted when they start) and lookups whose duration was recorded (the recent window).
 const started = (sampler, name) => hostOf(sampler, name).lookups;
@@ -31,63 +45,54 @@ const recorded = (sampler, name) => hostOf(sampler, name).recentLookups || 0;
 describe('sources/dns: the wrapper around a reused in-flight record', () => {
   it('an original that calls back twice: the app gets both calls, the lookup counts once, in flight back to 0', () => {
     const { dns, calls } = fakeDns();
-    const sampler = createDnsSampler({ dns });
-    try {
-      const seen = [];
-      dns.lookup('twice.test', { family: 4 }, (err, address) => seen.push([err, address]));
-      assert.equal(sampler.inFlight, 1);
-      calls[0].cb(null, '127.0.0.9', 4);
-      calls[0].cb(null, '127.0.0.10', 4);
-      assert.deepEqual(seen, [[null, '127.0.0.9'], [null, '127.0.0.10']]);
-      assert.equal(sampler.inFlight, 0);
-      assert.equal(started(sampler, 'twice.test'), 1);
-      assert.equal(recorded(sampler, 'twice.test'), 1);
-    } finally {
-      sampler.close();
-    }
+    return withSampler(dns, (sampler) => {
+    const seen = [];
+    dns.lookup('twice.test', { family: 4 }, (err, address) => seen.push([err, address]));
+    assert.equal(sampler.inFlight, 1);
+    calls[0].cb(null, '127.0.0.9', 4);
+    calls[0].cb(null, '127.0.0.10', 4);
+    assert.deepEqual(seen, [[null, '127.0.0.9'], [null, '127.0.0.10']]);
+    assert.equal(sampler.inFlight, 0);
+    assert.equal(started(sampler, 'twice.test'), 1);
+    assert.equal(recorded(sampler, 'twice.test'), 1);
+    });
   });
 
   it("a late second callback is not counted for the next lookup, which took the first one's record", () => {
     const { dns, calls } = fakeDns();
-    const sampler = createDnsSampler({ dns });
-    try {
-      dns.lookup('first.test', () => {});
-      calls[0].cb(null, '127.0.0.9', 4);
-      dns.lookup('second.test', () => {}); // takes the record first.test gave back
-      calls[0].cb(null, '127.0.0.9', 4); // first.test's original calls back again
-      assert.equal(sampler.inFlight, 1, 'second.test still in flight');
-      assert.equal(recorded(sampler, 'first.test'), 1);
-      assert.equal(recorded(sampler, 'second.test'), 0);
-      calls[1].cb(null, '127.0.0.8', 4);
-      assert.equal(recorded(sampler, 'second.test'), 1);
-      assert.equal(started(sampler, 'second.test'), 1);
-      assert.equal(sampler.inFlight, 0);
-    } finally {
-      sampler.close();
-    }
+    return withSampler(dns, (sampler) => {
+    dns.lookup('first.test', () => {});
+    calls[0].cb(null, '127.0.0.9', 4);
+    dns.lookup('second.test', () => {}); // takes the record first.test gave back
+    calls[0].cb(null, '127.0.0.9', 4); // first.test's original calls back again
+    assert.equal(sampler.inFlight, 1, 'second.test still in flight');
+    assert.equal(recorded(sampler, 'first.test'), 1);
+    assert.equal(recorded(sampler, 'second.test'), 0);
+    calls[1].cb(null, '127.0.0.8', 4);
+    assert.equal(recorded(sampler, 'second.test'), 1);
+    assert.equal(started(sampler, 'second.test'), 1);
+    assert.equal(sampler.inFlight, 0);
+    });
   });
 
   it('an original that throws, then calls back: the app gets the error and the callback; nothing counted, nothing in flight, the next lookup unaffected', () => {
     const { dns, calls } = fakeDns();
-    const sampler = createDnsSampler({ dns });
-    try {
-      let called = 0;
-      assert.throws(() => dns.lookup('throws.test', () => called++), /original threw/);
-      assert.equal(sampler.inFlight, 0);
-      dns.lookup('next.test', () => {}); // takes the record throws.test gave back
-      calls[0].cb(null, '127.0.0.9', 4); // throws.test's late callback
-      assert.equal(called, 1);
-      assert.equal(sampler.inFlight, 1, 'next.test still in flight');
-      assert.equal(recorded(sampler, 'next.test'), 0);
-      const thrown = hostOf(sampler, 'throws.test');
-      assert.equal(thrown ? thrown.lookups : 0, 0);
-      assert.equal(thrown ? thrown.recentLookups || 0 : 0, 0);
-      calls[1].cb(null, '127.0.0.8', 4);
-      assert.equal(recorded(sampler, 'next.test'), 1);
-      assert.equal(sampler.inFlight, 0);
-    } finally {
-      sampler.close();
-    }
+    return withSampler(dns, (sampler) => {
+    let called = 0;
+    assert.throws(() => dns.lookup('throws.test', () => called++), /original threw/);
+    assert.equal(sampler.inFlight, 0);
+    dns.lookup('next.test', () => {}); // takes the record throws.test gave back
+    calls[0].cb(null, '127.0.0.9', 4); // throws.test's late callback
+    assert.equal(called, 1);
+    assert.equal(sampler.inFlight, 1, 'next.test still in flight');
+    assert.equal(recorded(sampler, 'next.test'), 0);
+    const thrown = hostOf(sampler, 'throws.test');
+    assert.equal(thrown ? thrown.lookups : 0, 0);
+    assert.equal(thrown ? thrown.recentLookups || 0 : 0, 0);
+    calls[1].cb(null, '127.0.0.8', 4);
+    assert.equal(recorded(sampler, 'next.test'), 1);
+    assert.equal(sampler.inFlight, 0);
+    });
   });
 });
 
@@ -101,35 +106,32 @@ describe("sources/dns: the agent's own lookupService (the threadpool's dns probe
     return { dns, calls, services };
   }
 
-  it('holds a DNS slot in the model (an app lookup behind it waits), is counted nowhere, and passes its callback what the original gave', async () => {
+  it('holds a DNS slot in the model (an app lookup behind it waits), is counted nowhere, and passes its callback what the original gave', () => {
     const { dns, calls, services } = fakeDnsWithService();
     // One DNS slot: UV_THREADPOOL_SIZE=1 gives (1 + 1) / 2.
-    const sampler = createDnsSampler({ dns, env: { UV_THREADPOOL_SIZE: '1' } });
-    try {
-      const seen = [];
-      sampler.ownLookupService('127.0.0.1', 0, (...args) => seen.push(args));
-      assert.deepEqual(services.map((s) => [s.address, s.port]), [['127.0.0.1', 0]]);
-      dns.lookup('behind.test', () => {});
-      await new Promise((resolve) => setTimeout(resolve, 30));
-      services[0].cb(null, 'localhost', '0');
-      services[0].cb(null, 'localhost', '0'); // a second call back frees no second slot
-      assert.deepEqual(seen, [[null, 'localhost', '0'], [null, 'localhost', '0']]);
-      calls[0].cb(null, '127.0.0.9', 4);
-      const host = hostOf(sampler, 'behind.test');
-      assert.equal(host.queuedLookups, 1, 'the app lookup waited for the slot the probe held');
-      assert.ok(host.queueWaitSeconds >= 0.025, `waited ${host.queueWaitSeconds} s behind the 30 ms probe`);
-      assert.deepEqual(sampler.details().hosts.map((h) => h.name), ['behind.test']);
-      assert.equal(sampler.inFlight, 0);
-      // One slot again, not two (the second call back freed none): of two app lookups now, the
-      // second waits for the first.
-      dns.lookup('after.test', () => {});
-      dns.lookup('after.test', () => {});
-      calls[1].cb(null, '127.0.0.9', 4);
-      calls[2].cb(null, '127.0.0.9', 4);
-      assert.equal(hostOf(sampler, 'after.test').queuedLookups, 1);
-    } finally {
-      sampler.close();
-    }
+    return withSampler(dns, async (sampler) => {
+    const seen = [];
+    sampler.ownLookupService('127.0.0.1', 0, (...args) => seen.push(args));
+    assert.deepEqual(services.map((s) => [s.address, s.port]), [['127.0.0.1', 0]]);
+    dns.lookup('behind.test', () => {});
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    services[0].cb(null, 'localhost', '0');
+    services[0].cb(null, 'localhost', '0'); // a second call back frees no second slot
+    assert.deepEqual(seen, [[null, 'localhost', '0'], [null, 'localhost', '0']]);
+    calls[0].cb(null, '127.0.0.9', 4);
+    const host = hostOf(sampler, 'behind.test');
+    assert.equal(host.queuedLookups, 1, 'the app lookup waited for the slot the probe held');
+    assert.ok(host.queueWaitSeconds >= 0.025, `waited ${host.queueWaitSeconds} s behind the 30 ms probe`);
+    assert.deepEqual(sampler.details().hosts.map((h) => h.name), ['behind.test']);
+    assert.equal(sampler.inFlight, 0);
+    // One slot again, not two (the second call back freed none): of two app lookups now, the
+    // second waits for the first.
+    dns.lookup('after.test', () => {});
+    dns.lookup('after.test', () => {});
+    calls[1].cb(null, '127.0.0.9', 4);
+    calls[2].cb(null, '127.0.0.9', 4);
+    assert.equal(hostOf(sampler, 'after.test').queuedLookups, 1);
+    }, { env: { UV_THREADPOOL_SIZE: '1' } });
   });
 
   it('an original that throws: the error reaches the caller and the slot is given back', () => {
@@ -137,14 +139,11 @@ describe("sources/dns: the agent's own lookupService (the threadpool's dns probe
     dns.lookupService = () => {
       throw new Error('lookupService threw');
     };
-    const sampler = createDnsSampler({ dns, env: { UV_THREADPOOL_SIZE: '1' } });
-    try {
-      assert.throws(() => sampler.ownLookupService('127.0.0.1', 0, () => {}), /lookupService threw/);
-      dns.lookup('free.test', () => {});
-      calls[0].cb(null, '127.0.0.9', 4);
-      assert.equal(hostOf(sampler, 'free.test').queuedLookups, 0);
-    } finally {
-      sampler.close();
-    }
+    return withSampler(dns, (sampler) => {
+    assert.throws(() => sampler.ownLookupService('127.0.0.1', 0, () => {}), /lookupService threw/);
+    dns.lookup('free.test', () => {});
+    calls[0].cb(null, '127.0.0.9', 4);
+    assert.equal(hostOf(sampler, 'free.test').queuedLookups, 0);
+    }, { env: { UV_THREADPOOL_SIZE: '1' } });
   });
 });
