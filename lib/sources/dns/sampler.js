@@ -10,7 +10,7 @@ const { readSetting } = require('../../core/setting');
 const { reportError } = require('../../core/errors');
 const { published } = require('../../core/channels');
 const { injectFault } = require('../../core/faults');
-const { DnsWrappers, wrapCallbackLookup } = require('./wrapper');
+const { DnsWrappers, wrapCallbackLookup, wrapCallbackService } = require('./wrapper');
 const { SlotModel, SlotLookup, LookupRecords, secondsBetween } = require('./slots');
 const { Names, resolverTimeouts } = require('./names');
 
@@ -69,7 +69,8 @@ class DnsSampler {
     this.#wrappers = new DnsWrappers(options.dns || dnsModule, app);
     const own = ownTracker(this.#slots);
     this.#ownLookup = wrapCallbackLookup(this.#wrappers.original, own);
-    this.#ownLookupService = ownLookupService(options.dns || dnsModule, own);
+    const dns = options.dns || dnsModule;
+    this.#ownLookupService = wrapCallbackService((...args) => dns.lookupService(...args), own);
   }
 
   /** @returns {string} also the key of its details in snapshot.details */
@@ -229,31 +230,6 @@ function ownTracker(slots) {
       slots.abandon(ctx);
       records.release(ctx);
     },
-  };
-}
-
-// The agent's own dns.lookupService(address, port, callback): the slot model sees it from the call
-// to the callback (once, should the original call back twice); nothing is counted.
-function ownLookupService(dns, tracker) {
-  return function ownLookupService(address, port, callback) {
-    let ctx = null;
-    try {
-      ctx = tracker.started();
-    } catch (e) {
-      reportError('sampler:dns', e);
-    }
-    const done = function () {
-      if (ctx !== null) tracker.record(ctx);
-      ctx = null;
-      return Reflect.apply(callback, this, arguments);
-    };
-    try {
-      return dns.lookupService(address, port, done);
-    } catch (err) {
-      if (ctx !== null) tracker.abandoned(ctx);
-      ctx = null;
-      throw err;
-    }
   };
 }
 

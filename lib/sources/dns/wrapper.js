@@ -34,7 +34,7 @@ const { reportError } = require('../../core/errors');
 
 /**
  * The part of the dns module that is wrapped.
- * @typedef {{ lookup: Function, promises?: { lookup: Function } }} DnsModule
+ * @typedef {{ lookup: Function, lookupService?: Function, promises?: { lookup: Function } }} DnsModule
  */
 
 /** dns.lookup and dns.promises.lookup replaced by their wrappers, until restore(). */
@@ -108,28 +108,8 @@ function wrapCallbackLookup(original, tracker) {
     if (typeof cb !== 'function' || !isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
     const ctx = guarded(tracker.started, hostname);
     if (ctx === undefined) return Reflect.apply(original, this, arguments);
-    // Recorded once, should the original call back twice (the record is reused by then).
-    let pending = true;
-    const done = function (err) {
-      if (pending) {
-        pending = false;
-        guarded(tracker.record, ctx, err);
-      }
-      return Reflect.apply(cb, this, arguments);
-    };
     const args = Array.prototype.slice.call(arguments);
-    args[typeof options === 'function' ? 1 : 2] = done;
-    try {
-      return Reflect.apply(original, this, args);
-    } catch (err) {
-      // No lookup after all: a callback the original still makes is the app's alone (the record
-      // goes back for the next lookup).
-      if (pending) {
-        pending = false;
-        guarded(tracker.abandoned, ctx);
-      }
-      throw err;
-    }
+    return callTracked(original, this, args, typeof options === 'function' ? 1 : 2, tracker, ctx);
   };
   return lookAlike(lookup, original);
 }
@@ -179,6 +159,48 @@ function lookAlike(wrapper, original) {
 }
 
 // Calls the tracker; never throws. undefined when it failed.
+/**
+ * dns.lookupService(address, port, callback), seen by the tracker as an own lookup is (the agent's
+ * own getnameinfo: the threadpool's dns probe): started at the call, recorded at the callback.
+ * @param {Function} original
+ * @param {LookupTracker} tracker
+ * @returns {Function}
+ */
+function wrapCallbackService(original, tracker) {
+  return function lookupService(address, port, callback) {
+    const ctx = guarded(tracker.started, address);
+    if (ctx === undefined) return Reflect.apply(original, this, arguments);
+    return callTracked(original, this, [address, port, callback], 2, tracker, ctx);
+  };
+}
+
+/**
+ * Calls the original with args whose callback (at cbIndex) records ctx at its first call: once,
+ * should the original call back twice (the record is reused by then). If the original throws there
+ * was no lookup after all: ctx is abandoned, and a callback the original still makes is the
+ * caller's alone.
+ */
+function callTracked(original, self, args, cbIndex, tracker, ctx) {
+  const cb = args[cbIndex];
+  let pending = true;
+  args[cbIndex] = function (err) {
+    if (pending) {
+      pending = false;
+      guarded(tracker.record, ctx, err);
+    }
+    return Reflect.apply(cb, this, arguments);
+  };
+  try {
+    return Reflect.apply(original, self, args);
+  } catch (err) {
+    if (pending) {
+      pending = false;
+      guarded(tracker.abandoned, ctx);
+    }
+    throw err;
+  }
+}
+
 function guarded(fn, a, b) {
   try {
     return fn(a, b);
@@ -188,4 +210,4 @@ function guarded(fn, a, b) {
   }
 }
 
-module.exports = { DnsWrappers, wrapCallbackLookup };
+module.exports = { DnsWrappers, wrapCallbackLookup, wrapCallbackService };
