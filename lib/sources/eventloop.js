@@ -2,7 +2,8 @@
 
 const { Histogram } = require('../core/histogram');
 const { metricDef, RUNTIME } = require('./metric-def');
-const { createLoopTimer, COARSE_MS } = require('./eventloop-timer');
+// eventloop-timer.js (timer mode's clock) loads when a sampler runs in timer mode: where Node
+// samples per iteration (24.19+, 26.5+) it never does.
 
 const RESOLUTION_MS = 10;
 // Linux: nanoseconds the calling thread ran on a CPU and waited on a run queue for one
@@ -103,7 +104,7 @@ class EventLoopSampler {
   // The interval's longest lateness (seconds), as sample() read it; with the thread's wait for a
   // CPU it tells a loop the app blocked from one whose thread waited for a CPU (details()).
   #intervalLate = 0;
-  /** @type {ReturnType<typeof createLoopTimer> | null} timer mode's clock */
+  /** @type {ReturnType<typeof import('./eventloop-timer').createLoopTimer> | null} timer mode's clock */
   #timer = null;
 
   /**
@@ -125,6 +126,7 @@ class EventLoopSampler {
     // iteration mode records durations: nothing to subtract.
     this.#offsetNs = 0;
     if (mode === 'timer') {
+      const { createLoopTimer, COARSE_MS } = require('./eventloop-timer');
       this.#timer = createLoopTimer({ fineMs: resolutionMs, coarseMs: options.coarseMs || COARSE_MS });
       this.#monitor = /** @type {any} */ (this.#timer.histogram);
     } else {

@@ -15,13 +15,13 @@
 // Here: protocol.js (the wire format, limits and labels), hub.js (the holder's side), member.js
 // (the member's side), and this file, which decides the role and hands the port over.
 
-const { Hub, createHub } = require('./hub');
-// member.js loads when this process joins as a member (another process holds the port), not in a
-// process that holds it: the one process of most apps.
+// hub.js loads at the first push a holder receives (most apps are one process, which never gets
+// one); member.js when this process joins as a member (another process holds the port).
 const {
   PUSH_PATH, PUSH_HEADER, MAX_BODY_BYTES, TTL_INTERVALS, PID_ATTRIBUTE, WORKER_ATTRIBUTE,
   processIdentity, processAttributes, safeCall,
 } = require('./protocol');
+const { reportError } = require('../../core/errors');
 
 /**
  * A node:cluster worker leaves the port to its primary this long: it starts as a member, and binds
@@ -55,7 +55,8 @@ const WORKER_GRACE_MS = 1000;
  */
 class Multiprocess {
   #options;
-  #hub;
+  /** @type {import('./hub').Hub | null} made at the first push (hub.js loads then) */
+  #hub = null;
   /** @type {'starting'|'holder'|'member'|'none'} */
   #role = 'starting';
   /** @type {import('./member').Member | null} */
@@ -72,7 +73,6 @@ class Multiprocess {
   /** @param {MultiprocessOptions} options */
   constructor(options) {
     this.#options = options;
-    this.#hub = new Hub({ maxProcesses: options.maxProcesses, ttlMs: options.ttlMs, enabled: options.aggregate });
   }
 
   /**
@@ -116,6 +116,19 @@ class Multiprocess {
    * @param {import('http').ServerResponse} res
    */
   handle(req, res) {
+    if ((req.url || '/').split('?')[0] !== PUSH_PATH) return false;
+    if (this.#hub === null) {
+      const { maxProcesses, ttlMs, aggregate } = this.#options;
+      try {
+        this.#hub = createHub({ maxProcesses, ttlMs, enabled: aggregate });
+      } catch (err) {
+        // As hub.js answers its own failures: counted and answered, never thrown into the app.
+        reportError('multiprocess', err);
+        if (!res.headersSent) res.writeHead(500, { Connection: 'close' });
+        res.end();
+        return true;
+      }
+    }
     return this.#hub.handle(req, res);
   }
 
@@ -126,7 +139,7 @@ class Multiprocess {
    * @returns {{ attributes: Record<string, string>, snapshot: object }[]}
    */
   sources(own) {
-    const others = this.#role === 'holder' && this.#options.aggregate ? this.#hub.others() : [];
+    const others = this.#role === 'holder' && this.#options.aggregate && this.#hub ? this.#hub.others() : [];
     if (others.length === 0) return own ? [{ attributes: {}, snapshot: own }] : [];
     const out = own ? [{ attributes: processAttributes(processIdentity()), snapshot: own }] : [];
     for (const m of others) out.push({ attributes: processAttributes(m), snapshot: m });
@@ -135,7 +148,7 @@ class Multiprocess {
 
   /** @returns {{ pid: number, workerId?: string, time: number, intervalMs: number, points: object[], findings: object[] }[]} */
   others() {
-    if (this.#role !== 'holder' || !this.#options.aggregate) return [];
+    if (this.#role !== 'holder' || !this.#options.aggregate || !this.#hub) return [];
     return this.#hub.others().map(({ pid, workerId, time, intervalMs, points, findings }) => ({ pid, workerId, time, intervalMs, points, findings }));
   }
 
@@ -226,6 +239,15 @@ class Multiprocess {
  */
 function createMultiprocess(options) {
   return new Multiprocess(options);
+}
+
+/**
+ * A holder's side alone (hub.js).
+ * @param {ConstructorParameters<typeof import('./hub').Hub>[0]} options
+ * @returns {import('./hub').Hub}
+ */
+function createHub(options) {
+  return require('./hub').createHub(options);
 }
 
 /**
