@@ -5,10 +5,13 @@
 //   window.js   one summary per interval, and the helpers rules share over the window
 //   pool.js     the threadpool figures (probes, tracer jobs, busy threads) and the CPU ones (budget, waits)
 //   rule.js     what a rule declares (id, limits, docs, evaluate) and its check
-//   rules/      one file per rule
+//   rules/      one file per rule: its declaration and its gate (what runs every sample)
+//   found/      what a rule says once its gate passed, loaded then (most processes never need it)
 // May import lib/core, lib/sources (their pure helpers) and lib/snapshot; nothing above.
 //
-// Adding a rule: rules/<id>.js (defineRule), its test in test/findings/, and one line here.
+// Adding a rule: rules/<id>.js (defineRule), its test in test/findings/, and one line here. A
+// rule whose evaluation is more than a gate and a few lines keeps the rest in found/<id>.js,
+// required inside evaluate() once the gate passed (as cpu-starved.js does).
 // The order is the order of evaluation; findings of equal impact keep it.
 
 module.exports = Object.freeze([

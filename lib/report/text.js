@@ -1,7 +1,8 @@
 'use strict';
 
 const { findPoint } = require('../snapshot/snapshot');
-const { typeName, poolCpuWaitShare } = require('../findings/pool');
+const { poolCpuWaitShare } = require('../findings/pool');
+const { typeName } = require('../findings/found/pool');
 const CPU_STARVED = require('../findings/rules/cpu-starved');
 const { ms, round } = require('../core/format');
 

@@ -5,7 +5,7 @@
 // never starved, and this code would be kept in V8's heap for nothing.
 
 const { windowSeconds } = require('../window');
-const { typeName, tracedJobs } = require('../pool');
+const { typeName, tracedJobs } = require('./pool');
 const { ms, pct, round } = require('../../core/format');
 
 // What lowers each kind's CPU on the pool, for the advice.

@@ -6,7 +6,8 @@
 // heap for nothing.
 
 const { windowSeconds } = require('../window');
-const { typeName, poolWait, poolHeld, tracedJobs, busyThreads, lookupTimes, availableCores } = require('../pool');
+const { poolWait, poolHeld, availableCores } = require('../pool');
+const { typeName, tracedJobs, busyThreads, lookupTimes } = require('./pool');
 const { ms, pct, round } = require('../../core/format');
 
 // What lowers each kind's cost on the pool, for the advice.

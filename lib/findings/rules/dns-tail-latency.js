@@ -1,8 +1,6 @@
 'use strict';
 
 const { defineRule } = require('../rule');
-const { windowSeconds } = require('../window');
-const { cpuStarved } = require('../pool');
 const { ms } = require('../../core/format');
 
 /**
@@ -25,82 +23,13 @@ module.exports = defineRule({
     example: 'the lab\'s `numa` incident (every 50th answer after 150 ms): "Lookups of api.numa.test take 4 ms at the median but 152 ms at p99 (standard deviation 27 ms, over 149 lookups); the tail lives in the resolver: the slowest lookups waited 0 ms for a DNS slot and the event loop was never blocked longer than 17 ms, so the time went to the answer itself."',
   },
   evaluate(window, lim) {
-    const starved = (s) => {
-      const c = cpuStarved(s, lim);
-      return c.pool || c.loop;
-    };
     const last = window[window.length - 1];
     // The gate, every sample: a loop over the latest tails that allocates nothing.
     if (!anyTail(last.tails, lim)) return null;
-    const loopMax = Math.max(0, ...window.map((s) => s.delayMax || 0));
-    const hot = (last.tails || [])
-      .filter((h) => isTail(h, lim))
-      .map((h) => {
-        const excess = h.tail.meanSeconds - h.p50;
-        // Where the slowest lookups spent their extra time: waiting for a DNS slot, waiting for the
-        // loop to run their callbacks (a loop delay as long as the excess), or at the resolver.
-        const place = h.tail.queueWaitSeconds >= excess / 2 ? 'dns-slots' : loopMax >= excess / 2 ? 'event-loop' : 'resolver';
-        return { ...h, excess, place };
-      })
-      // While other work held the pool (threadpool-saturated), lookups waited for a thread that the
-      // DNS-slot replay does not see; while the app's threads waited for a CPU (cpu-starved), a
-      // lookup's time on its thread was partly waiting for a CPU. Either way that tail is not the
-      // resolver's, so no resolver claim (and no hedging advice) is made then; the other rule
-      // names the cause.
-      .filter((h) => h.place !== 'resolver' || !window.some((s) => s.poolHeld || starved(s)))
-      .sort((a, b) => b.tail.lookups * b.excess - a.tail.lookups * a.excess);
-    if (hot.length === 0) return null;
-    const seconds = windowSeconds(window);
-    const h = hot[0];
-    const cost = hot.reduce((a, x) => a + x.tail.lookups * x.excess, 0);
-    return {
-      summary: `Lookups of ${h.name} take ${ms(h.p50)} at the median but ${ms(h.p99)} at p99 (standard deviation ${ms(h.stddev)}, over ${h.recentLookups} lookups); the tail lives in ${where(h, loopMax)}.`,
-      evidence: {
-        place: h.place,
-        maxEventLoopDelaySeconds: loopMax,
-        hostnames: hot.slice(0, 10).map((x) => ({
-          name: x.name,
-          lookups: x.recentLookups,
-          p50: x.p50,
-          p99: x.p99,
-          stddev: x.stddev,
-          mean: x.mean,
-          place: x.place,
-          // A copy: the sampler updates a name's tail in place at the next sample (lib/sources/dns/sampler.js).
-          tail: { ...x.tail },
-        })),
-      },
-      advice: adviceFor(h),
-      impact: { secondsPerSecond: cost / seconds, requests: hot.reduce((a, x) => a + x.tail.lookups, 0), score: cost / seconds },
-    };
+    // What it says (lib/findings/found/dns-tail-latency.js) loads the first time the gate passes.
+    return require('../found/dns-tail-latency').found(window, lim, last.tails, (h) => isTail(h, lim));
   },
 });
-
-function where(h, loopMax) {
-  if (h.place === 'resolver') return `the resolver: the slowest lookups waited ${ms(h.tail.queueWaitSeconds)} for a DNS slot and the event loop was never blocked longer than ${ms(loopMax)}, so the time went to the answer itself`;
-  if (h.place === 'dns-slots') return `the DNS slots: the slowest lookups waited ${ms(h.tail.queueWaitSeconds)} of their ${ms(h.tail.meanSeconds)} for one of the threadpool's DNS slots`;
-  return `the event loop: the slowest lookups waited ${ms(h.tail.queueWaitSeconds)} for a DNS slot, but the loop was blocked for up to ${ms(loopMax)}, so their answers waited for the loop to run the callbacks`;
-}
-
-function adviceFor(h) {
-  if (h.place === 'resolver') {
-    return [
-      'Answer repeated names close by: a node-local caching resolver (NodeLocal DNSCache, dnsmasq, systemd-resolved) or an in-process cache with TTL (cacheable-lookup, undici\'s interceptors.dns) takes most lookups, and their tail, off the path.',
-      'Make fewer lookups: keep-alive connections look a name up per connection, not per request.',
-      `Since the resolver itself is the tail and its spikes look random, hedging helps: if no answer came within about the median (${ms(h.p50)}), send a second query and take the first answer (as in "The Tail at Scale"). It only cuts random spikes; it does not help a resolver that is slow all the time.`,
-    ];
-  }
-  if (h.place === 'dns-slots') {
-    return [
-      'The tail is the wait for a DNS slot, not the resolver: cache and coalesce lookups (cacheable-lookup, undici\'s interceptors.dns) or raise UV_THREADPOOL_SIZE (see threadpool-dns-saturated).',
-      'Do not hedge: a second query per slow lookup adds to the very queue that makes it slow.',
-    ];
-  }
-  return [
-    'The tail is the event loop, not DNS: find what blocks it (see eventloop-blocked) and move that work off the loop.',
-    'A faster resolver or hedging would not help: the answers came in time and waited for the loop.',
-  ];
-}
 
 // A hostname's recent lookups have a tail far above their median, over enough lookups.
 function isTail(h, lim) {
