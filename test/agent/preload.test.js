@@ -126,6 +126,42 @@ describe('the preload loads only what must precede the app\'s first line', funct
     assert.ok(out.files > 40, `${out.files} files`);
   });
 
+  // What waits for something to happen, past the second phase too: a finding's text once its
+  // gate passed (lib/findings/found/), the endpoint's hub at the first push from another process
+  // and its member side when another holds the port, the tracer's parts when it first arms, and
+  // timer mode's clock where Node samples each loop iteration. Each loads at its first use (the
+  // findings', endpoint's, tracer's and event-loop tests exercise those paths).
+  it('a quiet app that was sampled, scraped and served its page has not loaded what waits for something to happen', async () => {
+    const r = await runNode(['--require', REGISTER, '-e', `${REPORT}
+      const http = require('http');
+      const get = (port, p) => new Promise((resolve, reject) => http.get({ host: '127.0.0.1', port, path: p }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode)); }).on('error', reject));
+      const timer = setInterval(() => {}, 1000);
+      setTimeout(async () => {
+        const uvscope = require(${JSON.stringify(ROOT)});
+        const agent = uvscope.getAgent();
+        const { port } = await agent.server.ready;
+        const codes = [await get(port, '/metrics'), await get(port, '/snapshot.json'), await get(port, '/history.json'), await get(port, '/')];
+        const mode = agent.sampleNow().points.find((p) => p.name === 'nodejs.eventloop.delay.mode').attributes['nodejs.eventloop.delay.mode'];
+        console.log(JSON.stringify({ codes, mode, files: report().map((f) => f.file) }));
+        clearInterval(timer);
+        uvscope.stop();
+      }, 700);
+    `], { env: { UVSCOPE_EXPORTERS: 'prometheus', UVSCOPE_PROMETHEUS_PORT: '0', UVSCOPE_INTERVAL_MS: '100' } });
+    assert.equal(r.code, 0, r.stderr);
+    const { codes, mode, files } = lastJson(r.stdout);
+    assert.deepEqual(codes, [200, 200, 200, 200]);
+    assert.ok(files.includes('lib/findings/engine.js') && files.includes('lib/findings/rules/cpu-starved.js'), 'the rules ran');
+    assert.ok(files.includes('lib/endpoint/multiprocess/index.js'), 'the endpoint is up');
+    const waiting = [
+      /^lib\/findings\/found\//,
+      /^lib\/endpoint\/multiprocess\/(hub|member)\.js$/,
+      /^lib\/sources\/threadpool\/(jobs|routes|modes)\.js$/,
+      ...(mode === 'iteration' ? [/^lib\/sources\/eventloop-timer\.js$/] : []),
+    ];
+    assert.deepEqual(files.filter((f) => waiting.some((re) => re.test(f))), []);
+    assert.equal(files.includes('lib/sources/eventloop-timer.js'), mode === 'timer', `mode ${mode}`);
+  });
+
   it('a require hook installed after the preload (an APM tool\'s) still sees the packages and builtins uvscope loads later', async () => {
     // Wraps Module.prototype.require after uvscope's preload, as require-in-the-middle does.
     const r = await runNode(['--require', REGISTER, '-e', `
