@@ -2,7 +2,6 @@
 
 const { defineRule } = require('../rule');
 const { windowSeconds } = require('../window');
-const { ms, round } = require('../../core/format');
 
 /**
  * dns-no-cache: one hostname looked up again and again, for long enough, at a cost: nothing
@@ -34,37 +33,8 @@ module.exports = defineRule({
     if (heldIntervals > 0) return null;
     const hot = repeatedNames(window, lim, seconds);
     if (hot.length === 0) return null;
-    const worst = hot[0];
-    // Lookups that start on a later tick (dgram's first send, say) have no app frame on the stack.
-    const who = callersOf(worst.name).find((c) => c.caller !== '(unknown)');
-    const lookups = hot.reduce((a, h) => a + h.lookups, 0);
-    const lost = hot.reduce((a, h) => a + h.seconds, 0);
-    return {
-      summary: `${worst.name} is looked up ${(worst.lookups / seconds).toFixed(1)} times a second in ${worst.intervals} of the last ${window.length} intervals${worst.maxInFlight > 1 ? `, up to ${worst.maxInFlight} at once` : ''}${who ? `, mostly by ${who.caller}` : ''}, and callers waited ${ms(worst.seconds / seconds)} per second for it${worst.queueWaitSeconds > 0.001 ? ` (${ms(worst.queueWaitSeconds / seconds)} of that for a DNS slot)` : ''}: nothing caches or coalesces these lookups.`,
-      evidence: {
-        windowSeconds: round(seconds),
-        // ruled out: intervals when other work held every pool thread (their waiting is not counted)
-        intervalsPoolHeld: heldIntervals,
-        hostnames: hot.slice(0, 10).map((h) => ({
-          name: h.name,
-          lookups: h.lookups,
-          lookupsPerSecond: round(h.lookups / seconds),
-          intervals: h.intervals,
-          lookupSecondsPerSecond: round(h.seconds / seconds, 3),
-          queueWaitSecondsPerSecond: round(h.queueWaitSeconds / seconds, 3),
-          // lookups started while another lookup of the same name was in flight (one would do)
-          concurrentDuplicates: h.duplicates,
-          maxInFlight: h.maxInFlight,
-          callers: callersOf(h.name).slice(0, 5),
-        })),
-      },
-      advice: [
-        'Cache lookups per hostname for their TTL and let concurrent callers share one lookup (for example cacheable-lookup as the lookup function of your HTTP agents, or undici\'s interceptors.dns).',
-        'Give StatsD/metrics clients an IP address or a client-side DNS cache: a hostname there means one lookup per packet.',
-        'Reuse connections (keep-alive) so connections, not requests, pay for lookups.',
-      ],
-      impact: { secondsPerSecond: lost / seconds, requests: lookups, score: lost / seconds },
-    };
+    // What it says (lib/findings/found/dns-no-cache.js) loads the first time the gate passes.
+    return require('../found/dns-no-cache').found(hot, seconds, heldIntervals, window.length, callersOf);
   },
 });
 

@@ -1,8 +1,6 @@
 'use strict';
 
 const { defineRule } = require('../rule');
-const { windowSeconds } = require('../window');
-const { round } = require('../../core/format');
 
 /**
  * http-no-keepalive: requests to one host that nearly all open a new connection, so each pays for
@@ -27,45 +25,8 @@ module.exports = defineRule({
     // keepAliveMinRequests requests, newConnectionShare of them new: fewer new connections to all
     // hosts together than that share of that many cannot fire.
     if (newConnections(window) < lim.newConnectionShare * lim.keepAliveMinRequests * (1 - 1e-9)) return null;
-    const byHost = new Map();
-    let lookups = 0;
-    let connections = 0;
-    let connectSeconds = 0;
-    for (const s of window) {
-      for (let i = 0; i < s.hosts.length; i++) lookups += s.hosts[i].lookups;
-      const c = s.own['http-no-keepalive'];
-      if (!c) continue;
-      connections += c.connections;
-      connectSeconds += c.connectSeconds || 0;
-      for (const h of c.hosts) {
-        const t = byHost.get(h.host) || { host: h.host, requests: 0, newConnections: 0 };
-        t.requests += h.requests;
-        t.newConnections += h.newConnections;
-        byHost.set(h.host, t);
-      }
-    }
-    const hot = [...byHost.values()]
-      .filter((h) => h.requests >= lim.keepAliveMinRequests && h.newConnections / h.requests >= lim.newConnectionShare)
-      .sort((a, b) => b.requests - a.requests);
-    if (hot.length === 0) return null;
-    const worst = hot[0];
-    const fresh = hot.reduce((a, h) => a + h.newConnections, 0);
-    // What those connections cost to open (lookup and handshake), at the mean connect time.
-    const cost = connections > 0 ? (connectSeconds / connections) * fresh : 0;
-    const seconds = windowSeconds(window);
-    return {
-      summary: `${worst.newConnections} of ${worst.requests} requests to ${worst.host} opened a new connection: keep-alive is off, so each request pays for a DNS lookup and a TCP (and TLS) handshake.`,
-      evidence: {
-        hosts: hot.slice(0, 10),
-        lookupsPerNewConnection: connections > 0 ? round(lookups / connections) : null,
-        meanConnectSeconds: connections > 0 ? connectSeconds / connections : null,
-      },
-      advice: [
-        'Use an agent with keepAlive: true (new http.Agent({ keepAlive: true })), do not send Connection: close, and let the server keep connections open (keepAliveTimeout).',
-        'For fetch/undici, reuse one dispatcher (the global one or an Agent/Pool) rather than a new one per request.',
-      ],
-      impact: { secondsPerSecond: cost / seconds, requests: fresh, score: cost / seconds },
-    };
+    // What it says (lib/findings/found/http-no-keepalive.js) loads the first time the gate passes.
+    return require('../found/http-no-keepalive').found(window, lim);
   },
 });
 
