@@ -47,16 +47,16 @@ const APP = path.join(__dirname, 'fixtures', 'steady-app.js');
 const NAMES = 50;
 
 function parseArgs(argv) {
-  const opts = { minutes: 3, every: 5, nodes: [20, 24], scrape: 15, count: 500, repeat: 5, warmup: 65, series: true, counts: true, profile: null, live: false };
+  const opts = { minutes: 3, every: 5, nodes: [20, 24], scrape: 15, count: 500, repeat: 5, warmup: 65, series: true, counts: true, profile: null, live: false, dump: null };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--no-series') opts.series = false;
     else if (argv[i] === '--no-count') opts.counts = false;
     else if (argv[i] === '--live') opts.live = true;
     else {
-      const m = /^--(minutes|every|nodes|scrape|count|repeat|warmup|profile)(?:=(.*))?$/.exec(argv[i]);
+      const m = /^--(minutes|every|nodes|scrape|count|repeat|warmup|profile|dump)(?:=(.*))?$/.exec(argv[i]);
       if (!m) throw new Error(`unknown argument ${argv[i]} (see the top of ${__filename})`);
       const v = m[2] !== undefined ? m[2] : argv[++i];
-      opts[m[1]] = m[1] === 'nodes' ? v.split(',').map(Number) : m[1] === 'profile' ? path.resolve(v) : Number(v);
+      opts[m[1]] = m[1] === 'nodes' ? v.split(',').map(Number) : m[1] === 'profile' || m[1] === 'dump' ? path.resolve(v) : Number(v);
     }
   }
   return opts;
@@ -236,7 +236,9 @@ async function main() {
         const env = { SECONDS_TOTAL: String(opts.minutes * 60), EVERY: String(opts.every), SCRAPE: String(opts.scrape) };
         const timeoutMs = (opts.minutes * 60 + 60) * 1000;
         const flags = ['--trace-gc-nvp'];
-        const results = await Promise.all(VARIANTS.map((variant) => runChild(children, { node, variant, mode: 'series', env: { ...env, ...(opts.profile ? { PROFILE: opts.live ? 'live' : '1' } : {}) }, flags, timeoutMs, namespace })));
+        if (opts.dump) fs.mkdirSync(opts.dump, { recursive: true });
+        const dumpTo = (variant) => (opts.dump ? { DUMP: path.join(opts.dump, `node${major}-${variant.label.replace(/\s+/g, '-')}`) } : {});
+        const results = await Promise.all(VARIANTS.map((variant) => runChild(children, { node, variant, mode: 'series', env: { ...env, ...dumpTo(variant), ...(opts.profile ? { PROFILE: opts.live ? 'live' : '1' } : {}) }, flags, timeoutMs, namespace })));
         printSeries(results, opts);
         if (opts.profile) printProfiles(results, opts.profile, major);
       }

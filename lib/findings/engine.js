@@ -1,7 +1,7 @@
 'use strict';
 
 const RULES = require('./index');
-const { summarize, mergeHosts, isActive, blockedInInterval, HostPool, HOST_BUCKETS } = require('./window');
+const { summarize, windowColumns, mergeHosts, isActive, blockedInInterval, HostPool, HOST_BUCKETS } = require('./window');
 const { poolHeld } = require('./pool');
 
 // The engine's own limits; each rule declares its own (lib/findings/rules/*.js).
@@ -45,11 +45,14 @@ class FindingsEngine {
   #previousTime;
   #context;
   #spareHosts = new HostPool();
+  // The summaries' numbers, a row per summary of the full window (lib/findings/columns.js).
+  #cells;
 
   /** @param {{ intervalMs: number, startTime?: number, limits?: Partial<typeof LIMITS> }} options */
   constructor({ intervalMs, startTime = Date.now(), limits = {} }) {
     this.#lim = { ...LIMITS, ...limits };
     this.#size = Math.max(1, Math.ceil(this.#lim.windowMs / intervalMs));
+    this.#cells = windowColumns(this.#size);
     this.#previousTime = startTime;
     const callers = this.#callers;
     this.#context = { resolver: null, callersOf: (name) => (callers.has(name) ? callers.get(name).callers : []) };
@@ -67,10 +70,10 @@ class FindingsEngine {
     // (its parts too: the rules' own figures, the pool's, the hostnames'): what the window keeps
     // lives for its 60 s, and new objects for it every interval would all survive scavenges.
     const leaving = window.length >= this.#size ? window.shift() : null;
-    const summary = summarize(sample, this.#previous, this.#previousTime, leaving, this.#spareHosts);
+    const summary = summarize(sample, this.#previous, this.#previousTime, leaving, this.#spareHosts, this.#cells);
     if (KEEPING.length) {
       const own = summary.own || (summary.own = {});
-      for (let i = 0; i < KEEPING.length; i++) own[KEEPING[i].id] = KEEPING[i].interval(sample, own[KEEPING[i].id]);
+      for (let i = 0; i < KEEPING.length; i++) own[KEEPING[i].id] = KEEPING[i].interval(sample, own[KEEPING[i].id], summary);
     }
     // Only what the next summary reads of this one (the probes' cumulative waits): keeping the
     // whole sample would keep every hostname's figures alive for one more interval.

@@ -9,6 +9,27 @@
 
 const os = require('os');
 const { findPoint } = require('../snapshot/snapshot');
+const { Columns, defineColumns } = require('./columns');
+
+// A probe's figures: wait (seconds, or null without a reading) in a cell of the window's columns
+// (lib/findings/columns.js), stuck (a probe still in flight at the sample).
+class ProbeFigures {
+  /**
+   * @param {Columns} cells
+   * @param {number} at the cell of wait
+   */
+  constructor(cells, at) {
+    this.cells = cells;
+    this.at = at;
+    this.stuck = false;
+  }
+}
+defineColumns(ProbeFigures.prototype, ['wait']);
+
+// Cells a summary's row gives the pool's figures (after the summary's own): the work probe's wait,
+// the dns probe's, then cpu-starved's figures (CPU_FIGURES).
+const POOL_CELLS = 2;
+const CPU_FIGURES = ['mainCpu', 'mainWait', 'processCpu', 'utilization', 'budget'];
 
 /**
  * The threadpool figures of one interval that the findings need, from the snapshot's points and,
@@ -19,8 +40,10 @@ const { findPoint } = require('../snapshot/snapshot');
  * @param {number} seconds length of the interval
  * @param {object|null} [into] the figures of a summary that left the window, overwritten (with
  *   their pending, probe and tracer parts) rather than new ones made
+ * @param {Columns} [cells] the window's columns, where the probes' waits are kept
+ * @param {number} [at] the first of the POOL_CELLS cells of this summary's row
  */
-function summarizePool(sample, previous, seconds, into = null) {
+function summarizePool(sample, previous, seconds, into = null, cells = undefined, at = 0) {
   const details = (sample.details && sample.details.threadpool) || {};
   const value = (name, attrs = {}) => {
     const p = findPoint(sample.points, name, attrs);
@@ -59,8 +82,14 @@ function summarizePool(sample, previous, seconds, into = null) {
   p.crypto = pending('crypto') || 0; // the tracer does not count the agent's own probes
   p.zlib = pending('zlib') || 0;
   p.other = pending('other') || 0;
-  pool.work = probe('work', pool.work);
-  pool.dns = probe('dns', pool.dns);
+  if (!pool.work) {
+    const own = cells || new Columns(1, POOL_CELLS);
+    const base = cells ? at : own.row();
+    pool.work = new ProbeFigures(own, base);
+    pool.dns = new ProbeFigures(own, base + 1);
+  }
+  probe('work', pool.work);
+  probe('dns', pool.dns);
   pool.busy = details.busy ? keptBusy(details.busy, into && into.busy) : null;
   if (tracer) {
     const t = pool.tracer || { mode: undefined, armed: false, armedSince: null, jobs: NO_JOBS };
@@ -94,9 +123,8 @@ function keptBusy(busy, kept) {
   return out;
 }
 
-// A probe's { wait, stuck }, in out when given.
+// A probe's wait and stuck, written into out.
 function probeFigures(out, wait, stuck) {
-  if (out === null) return { wait, stuck };
   out.wait = wait;
   out.stuck = stuck;
   return out;
@@ -148,21 +176,38 @@ function cpuBudget(points) {
   return { cpus: availableCores(), from: 'cores' };
 }
 
+// cpu-starved's figures of an interval: CPU_FIGURES in cells of the window's columns (the
+// summary's row), budgetFrom a field.
+class CpuFigures {
+  /**
+   * @param {Columns} cells
+   * @param {number} at the cell of mainCpu
+   */
+  constructor(cells, at) {
+    this.cells = cells;
+    this.at = at;
+    this.budgetFrom = 'cores';
+  }
+}
+defineColumns(CpuFigures.prototype, CPU_FIGURES);
+
 /**
  * What cpu-starved keeps of each sample (seconds in the interval): the main thread's time on a
  * CPU and waiting for one (its schedstat), the whole process's CPU time, the loop's utilization
  * and the CPU budget. Nulls where the platform does not tell.
  * @param {{ points: readonly object[], details: any }} sample
  * @param {object} [kept] what this returned for an interval that left the window, overwritten
+ * @param {{ cells: Columns, at: number, cpuAt?: number }} [summary] the summary it is kept in: its
+ *   figures go to its row's cells (summary.cpuAt)
  */
-function cpuFigures(sample, kept) {
+function cpuFigures(sample, kept, summary) {
   const el = (sample.details && sample.details.eventloop) || {};
   const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
   const elu = findPoint(sample.points, 'nodejs.eventloop.utilization');
   const budget = cpuBudget(sample.points);
-  // Numbers to start with (see newSummary in window.js: a field that holds only numbers keeps them
-  // in place rather than a new heap number each store); every field is set below.
-  const out = kept || { mainCpu: 0, mainWait: 0, processCpu: 0, utilization: 0, budget: 0, budgetFrom: 'cores' };
+  const out = kept || (summary && typeof summary.cpuAt === 'number'
+    ? new CpuFigures(summary.cells, summary.cpuAt)
+    : new CpuFigures(new Columns(1, CPU_FIGURES.length), 0));
   out.mainCpu = num(el.mainThreadCpuSeconds);
   out.mainWait = num(el.mainThreadWaitSeconds);
   out.processCpu = num(el.processCpuSeconds);
@@ -217,4 +262,4 @@ function poolCpuWaitShare(busy) {
   return total > 0 ? busy.runnable / total : 0;
 }
 
-module.exports = { summarizePool, poolWait, poolHeld, availableCores, cpuBudget, cpuFigures, cpuStarved, poolCpuWaitShare };
+module.exports = { POOL_CELLS, CPU_FIGURES, summarizePool, poolWait, poolHeld, availableCores, cpuBudget, cpuFigures, cpuStarved, poolCpuWaitShare };

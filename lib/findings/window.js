@@ -5,7 +5,8 @@
 // rules share over it.
 
 const { findPoint } = require('../snapshot/snapshot');
-const { summarizePool } = require('./pool');
+const { summarizePool, POOL_CELLS, CPU_FIGURES } = require('./pool');
+const { Columns, defineColumns } = require('./columns');
 
 /**
  * One interval's figures, as the rules read them.
@@ -17,8 +18,10 @@ const { summarizePool } = require('./pool');
  *   one per interval is 10 objects a second that all survive scavenges (and make V8 grow its
  *   young generation)
  * @param {HostPool} [spare] compact host figures that left the window, reused by compactHosts
+ * @param {Columns} [cells] the window's columns (windowColumns()), where a new summary's numbers
+ *   go; without, a summary has columns of its own
  */
-function summarize(sample, previous, previousTime, into = null, spare = null) {
+function summarize(sample, previous, previousTime, into = null, spare = null, cells = undefined) {
   const value = (name, attrs = {}) => {
     const p = findPoint(sample.points, name, attrs);
     return p ? p.value : undefined;
@@ -29,7 +32,7 @@ function summarize(sample, previous, previousTime, into = null, spare = null) {
   const waitSum = waitNow ? waitNow.histogram.sum - (waitBefore ? waitBefore.histogram.sum : 0) : 0;
   const probeStuck = value('uvscope.probe.in_flight', { 'nodejs.uv.threadpool.queue': 'dns' }) || 0;
   const seconds = Math.max(0.001, (sample.time - previousTime) / 1000);
-  const s = into || newSummary();
+  const s = into || new Summary(cells || windowColumns(1));
   if (into && spare) spare.release(into.hosts);
   s.time = sample.time;
   s.seconds = seconds;
@@ -52,24 +55,55 @@ function summarize(sample, previous, previousTime, into = null, spare = null) {
   s.hosts = compactHosts(sample.details.dns, spare);
   // The hostnames whose recent lookups have a tail (dns-tail-latency reads the latest only).
   s.tails = tailHosts(sample.details.dns);
-  s.pool = summarizePool(sample, previous, seconds, into && into.pool);
+  s.pool = summarizePool(sample, previous, seconds, into && into.pool, s.cells, s.at + SUMMARY_FIGURES.length);
   s.hostsSince = undefined;
   return s;
 }
 
-// Every field from the start (own and poolHeld are the engine's), so that every summary has one
-// shape. The figures start as numbers (summarize() sets every one): V8 then keeps a field that
-// only ever holds numbers as a double in place, where a field that started as null or undefined
-// takes a new heap number at each store, kept with the summary for the window's 60 s (at a 100 ms
-// interval, 600 summaries' worth surviving scavenges). A figure that is null or undefined is stored
-// as such all the same.
-function newSummary() {
-  return {
-    time: 0, seconds: 0, size: 0, slots: 0, pendingDns: 0, queuedDns: 0, probeStuck: 0, dnsWaitMean: 0,
-    delayMax: 0, cpuBudget: 0, delayP99: 0, loopCpuShare: 0, loopBlockedOnCpu: 0, startup: false,
-    hosts: NO_HOSTS, tails: null, pool: null, hostsSince: undefined, own: null, poolHeld: false,
-  };
+// The numbers of an interval, kept in the window's columns (lib/findings/columns.js: a
+// Float64Array allocated once for the window, not a heap number per figure per summary), read and
+// written as properties.
+const SUMMARY_FIGURES = ['time', 'seconds', 'size', 'slots', 'pendingDns', 'queuedDns', 'probeStuck', 'dnsWaitMean',
+  'delayMax', 'cpuBudget', 'delayP99', 'loopCpuShare', 'loopBlockedOnCpu'];
+// A row: the summary's figures, the pool's (its probes' waits), cpu-starved's.
+const ROW = SUMMARY_FIGURES.length + POOL_CELLS + CPU_FIGURES.length;
+
+/**
+ * Columns for a window of rows summaries.
+ * @param {number} rows
+ */
+function windowColumns(rows) {
+  return new Columns(rows, ROW);
 }
+
+// Every field from the start (own and poolHeld are the engine's), so that every summary has one
+// shape; SUMMARY_FIGURES are accessors on the prototype (summarize() sets every one).
+class Summary {
+  /** @param {Columns} cells */
+  constructor(cells) {
+    this.cells = cells;
+    this.at = cells.row();
+    this.startup = false;
+    /** @type {object[]} */
+    this.hosts = NO_HOSTS;
+    /** @type {object[]|null} */
+    this.tails = null;
+    /** @type {any} */
+    this.pool = null;
+    /** @type {number|undefined} */
+    this.hostsSince = undefined;
+    /** @type {any} */
+    this.own = null;
+    this.poolHeld = false;
+  }
+}
+defineColumns(Summary.prototype, SUMMARY_FIGURES);
+// Where cpu-starved's figures go (pool.js cpuFigures).
+Object.defineProperty(Summary.prototype, 'cpuAt', {
+  get() {
+    return this.at + SUMMARY_FIGURES.length + POOL_CELLS;
+  },
+});
 
 // Per-hostname figures in the window are merged into at most HOST_BUCKETS buckets (5 s each over
 // 60 s): the latest summary of a bucket carries the bucket's sums (and the largest per-interval
@@ -308,4 +342,4 @@ function topHosts(window, pick) {
   return aggregate(window, pick).map((h) => ({ name: h.name, lookups: h.value }));
 }
 
-module.exports = { summarize, mergeHosts, HostPool, isActive, blockedInInterval, windowSeconds, aggregate, topHosts, HOST_BUCKETS };
+module.exports = { summarize, windowColumns, mergeHosts, HostPool, isActive, blockedInInterval, windowSeconds, aggregate, topHosts, HOST_BUCKETS };

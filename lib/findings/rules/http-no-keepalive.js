@@ -40,16 +40,22 @@ function keptConnections(sample, kept) {
   const out = kept instanceof KeptConnections ? kept : new KeptConnections();
   out.connections = c.connections;
   out.connectSeconds = c.connectSeconds;
-  const hosts = out.hosts;
+  let hosts = out.hosts;
+  if (hosts.length !== c.hosts.length) {
+    // A list of the hosts' length (push would give it room for 17: ~130 bytes more per summary,
+    // 600 summaries at a 100 ms interval), the kept figures reused.
+    const list = new Array(c.hosts.length);
+    for (let i = 0; i < list.length && i < hosts.length; i++) list[i] = hosts[i];
+    out.hosts = hosts = list;
+  }
   for (let i = 0; i < c.hosts.length; i++) {
     const h = c.hosts[i];
     let k = hosts[i];
-    if (k === undefined) hosts.push(k = { host: h.host, requests: h.requests, newConnections: h.newConnections });
+    if (k === undefined) hosts[i] = k = { host: h.host, requests: h.requests, newConnections: h.newConnections };
     k.host = h.host;
     k.requests = h.requests;
     k.newConnections = h.newConnections;
   }
-  hosts.length = c.hosts.length;
   return out;
 }
 
