@@ -155,7 +155,7 @@ function printSeries(results, opts) {
       };
       const mean = (k) => meanAfter(r, k);
       const meanDiff = (k) => (i > 0 ? ` (${mean(k) - meanAfter(results[0], k) >= 0 ? '+' : ''}${mib(mean(k) - meanAfter(results[0], k))})` : '');
-      console.log(`  ${label.padEnd(13)} RSS at the end ${mib(e.rss)}${d('rss')}: young generation resident ${mib(e.youngPhysical)}${d('youngPhysical')}, rest of the heap ${mib(e.heapPhysical)}${d('heapPhysical')}, external ${mib(e.external)}${d('external')}, anonymous ${mib(e.anon)}${d('anon')}; RSS less the young generation ${mib(e.rssLessYoung)}${d('rssLessYoung')}; means after 1 min: RSS ${mib(mean('rss'))}${meanDiff('rss')}, less the young generation ${mib(mean('rssLessYoung'))}${meanDiff('rssLessYoung')}`);
+      console.log(`  ${label.padEnd(13)} RSS at the end ${mib(e.rss)}${d('rss')}: young generation resident ${mib(e.youngPhysical)}${d('youngPhysical')}, rest of the heap ${mib(e.heapPhysical)}${d('heapPhysical')}, external ${mib(e.external)}${d('external')}, anonymous ${mib(e.anon)}${d('anon')}, of it other threads' malloc arenas ${mib(e.arenas)}${d('arenas')}; RSS less the young generation ${mib(e.rssLessYoung)}${d('rssLessYoung')}; means after 1 min: RSS ${mib(mean('rss'))}${meanDiff('rss')}, less the young generation ${mib(mean('rssLessYoung'))}${meanDiff('rssLessYoung')}, less it and the arenas ${mib(mean('rssLessYoungArenas'))}${meanDiff('rssLessYoungArenas')}`);
     }
     console.log(`  ${label.padEnd(13)} ${r.totals.requests} requests, ${r.totals.lookups} lookups, ${r.totals.errors} errors in ${opts.minutes} min`);
     const survived = survivedPerSecond(r);
