@@ -6,6 +6,7 @@
 //
 //   node bench/steady-memory.js [--minutes 3] [--every 5] [--nodes 20,24] [--scrape 15]
 //                               [--count 500] [--repeat 5] [--warmup 65] [--no-series] [--no-count]
+//                               [--profile DIR [--live]] [--dump DIR]
 //
 // The app (bench/fixtures/steady-app.js) serves HTTP to itself 500 times a second on keep-alive
 // and makes 200 dns.lookup()s a second over 50 names n0.steady.bench ... answered by a private
@@ -17,7 +18,8 @@
 // port, scraped every --scrape s) and with UVSCOPE_INTERVAL_MS=100. Every --every s each reads, after
 // two full GCs (--expose-gc), new_space and old_space sizes (v8.getHeapSpaceStatistics()), RSS and
 // heapUsed. Printed: the readings at 1 min, the end, the maximum, and the least-squares slope after
-// the first minute (KB/min); with the agent minus without, at the end.
+// the first minute (KB/min); with the agent minus without, at the end. --dump DIR: at the end each
+// child writes its heap spaces, code statistics and mappings (JSON) and a heap snapshot to DIR.
 //
 // Count: bytes allocated, the growth of used_heap_size over a window where no GC runs (after a
 // full GC; a 64 MiB semi-space, and a PerformanceObserver that sees every GC: a window with one is
