@@ -43,7 +43,8 @@
 // set by the scheduler, so the main thread's share moved by tens of thousands of instructions a
 // request between runs. What ranks (repeats within 0.03 to 2.4 % a variant; bench/README.md):
 // - the request path: the main thread's instructions outside libuv's timers phase (every
-//   instruction of a phase minus the inclusive count of uv__run_timers, from callgrind_annotate):
+//   instruction of a phase minus the inclusive count of uv__run_timers, read from the dump's call
+//   graph by readCallgrind(); callgrind_annotate gives the same count):
 //   the request's parsing, handler, awaits, lookups, writes and whatever an agent does on them
 //   (diagnostics_channel subscribers, wrappers), with the GC and compilation they cause; the
 //   agents' samples, renders and collections run from timers and are left out (printed apart:
@@ -58,11 +59,29 @@
 //   random seeds fixed (uvscope samples callers at random gaps). So the path is the unoptimized
 //   cost of the request and of each agent's per-request work, GC included, for every variant
 //   alike: it ranks the agents, it is not what an optimized default Node spends.
+// - GC apart: V8's scavenges on the main thread run wherever an allocation finds the young
+//   generation full, or from V8's scavenge task (run by Node's platform from the poll phase, so
+//   always outside timers), so an agent whose timers allocate moved scavenges into the path or out
+//   of it from run to run (a scavenge is 0.5 to 2 M instructions under an agent, a few a phase:
+//   the path moved by several thousand a request). callgrind separates each GC entry point
+//   (GC_ENTRIES: Heap::CollectGarbage and its kin, incremental marking, the scavenge and memory
+//   reducer tasks, sweeping, unmapping) by its whole call chain (--separate-callers500), and
+//   readCallgrind() reads the dump's call graph itself: a GC entry's inclusive count (its own
+//   cost lines plus those after its calls= lines), the outermost only, is "in timers" when
+//   uv__run_timers is on its chain, "on the path" otherwise. Printed per request: the path
+//   without GC (the reading that repeats), GC on the path, GC in timers, and the path without GC
+//   plus all of the main thread's GC per request (path and timers: the per-variant figure that
+//   charges an agent the GC that grows with the requests, whichever allocation triggers it: its
+//   young objects copied at each scavenge, its per-request allocations; the GC its timers cause
+//   at a steady rate is the same in both phases and cancels); and the main thread's GC per idle
+//   second. GC figures come in whole scavenges (the collections per phase are printed per run),
+//   so they are coarser than the path without GC, which repeated within 1 % for every variant
+//   (0.00 to 0.86 %, two runs, hello and lookup, Node 20 and 24; the path with its GC up to 2.2 %);
 // A run whose uvscope tracer was armed during a rated phase (auto mode arms when a probe waits
 // 250 ms, which callgrind's slowness causes) gives no per-request figure: printed, left out.
 // Printed per server and variant: the path, the timers' part, the main thread and all threads per
-// request, the timers and the main thread per idle second, each also minus no agent's of the same
-// run ("added"); with --runs N the median and range over N fresh servers. Before each phase the server collects its heap in full (SIGUSR2,
+// request, the timers and the main thread per idle second; then the GC split (above); each also
+// minus no agent's of the same run ("added"); with --runs N the median and range over N fresh servers. Before each phase the server collects its heap in full (SIGUSR2,
 // bench/fixtures/phase-signal.js), so a major GC does not land in one phase or the next by chance.
 // The phases run in the order low, high, idle (the idle one last: V8's memory reducer collects
 // after the load stops, which would otherwise move into the next phase). Before them --warmup
@@ -230,45 +249,114 @@ function lines(child, name) {
   };
 }
 
+// V8's garbage collection on the main thread: the functions through which it is entered (a
+// collection, incremental marking's steps and jobs, the scavenge and memory-reducer tasks,
+// sweeping and unmapping done on allocation). callgrind separates each of them by its whole call
+// chain (--separate-callers500=...), so the dump tells whether uv__run_timers is on the stack
+// when one runs: that is the split of GC between the request path and the timers.
+const GC_ENTRIES = [
+  'v8::internal::Heap::CollectGarbage*', 'v8::internal::Heap::CollectAllGarbage*', 'v8::internal::Heap::CollectAllAvailableGarbage*',
+  'v8::internal::HeapAllocator::CollectGarbage*', 'v8::internal::Heap::StartIncrementalMarking*', 'v8::internal::Heap::FinalizeIncrementalMarking*',
+  'v8::internal::Heap::HandleGCRequest*', 'v8::internal::IncrementalMarking::*', 'v8::internal::IncrementalMarkingJob::*',
+  'v8::internal::MinorGCJob::*', 'v8::internal::ScavengeJob::*', 'v8::internal::MemoryReducer::*', 'v8::internal::Sweeper::*',
+  'v8::internal::ArrayBufferSweeper::*', 'v8::internal::MemoryAllocator::Unmapper::*',
+];
+const GC_DEPTH = 500;
+const globRe = (g) => new RegExp(`^${g.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`);
+const GC_RE = GC_ENTRIES.map(globRe);
+const isGC = (fn) => GC_RE.some((re) => re.test(fn));
+
 /**
- * Inclusive instructions of the main thread's libuv timers phase (uv__run_timers, every file its
- * code is inlined from) in one callgrind dump, by callgrind_annotate: the work run by the clock
- * (setTimeout/setInterval callbacks, native uv timers, what they call, the GC they trigger).
+ * One callgrind dump (one thread) read whole: the total, the inclusive count of uv__run_timers
+ * (libuv's timers phase: setTimeout/setInterval callbacks, native uv timers, what they call) and
+ * the main thread's GC split by where it ran: { total, timers, gcPath, gcTimers, gcUnplaced }.
+ * A function's inclusive count is its own cost lines plus the cost of its calls (the line after
+ * each calls=); a GC entry counts when no other GC entry is among its callers (the outermost, so
+ * nothing twice); it is in timers when uv__run_timers is among them, on the path otherwise
+ * (I/O callbacks, immediates, V8's tasks run from Node's platform); unplaced (counted with the
+ * path) when its chain does not reach uv_run.
  */
-function timersOf(file) {
-  const text = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', file], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
-  let timers = 0;
-  let gc = 0;
-  for (const m of text.matchAll(/^\s*([\d,]+)\s+\([^)]*\)\s+\S*:uv__run_timers\s/gm)) timers += Number(m[1].replace(/,/g, ''));
-  for (const m of text.matchAll(/^\s*([\d,]+)\s+\([^)]*\)\s+\S*:v8::internal::Heap::CollectGarbage\(/gm)) gc += Number(m[1].replace(/,/g, ''));
-  return { timers, gc };
+function readCallgrind(file) {
+  const names = new Map();
+  const costs = new Map();
+  const called = new Map();
+  let callee = null;
+  let cur = null;
+  let afterCalls = false;
+  let total = 0;
+  const nameOf = (v) => {
+    const m = /^\((\d+)\)(?: (.*))?$/.exec(v);
+    if (!m) return v;
+    if (m[2] !== undefined) names.set(m[1], m[2]);
+    return names.get(m[1]);
+  };
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    const c = line.charCodeAt(0);
+    if ((c >= 48 && c <= 57) || c === 43 || c === 45 || c === 42) {
+      // A cost line: position, then the one event (Ir; absent when 0).
+      const v = Number(line.split(' ')[1] || 0);
+      if (cur) cur[afterCalls ? 'calls' : 'self'] += v;
+      afterCalls = false;
+    } else if (line.startsWith('fn=')) {
+      const name = nameOf(line.slice(3));
+      cur = costs.get(name);
+      if (!cur) costs.set(name, (cur = { self: 0, calls: 0 }));
+      afterCalls = false;
+    } else if (line.startsWith('cfn=')) callee = nameOf(line.slice(4));
+    else if (line.startsWith('calls=')) {
+      afterCalls = true;
+      called.set(callee, (called.get(callee) || 0) + parseInt(line.slice(6), 10));
+    }
+    else if (line.startsWith('summary:') || line.startsWith('totals:')) total = Number(line.split(/\s+/)[1]);
+  }
+  const out = { total, timers: 0, gcPath: 0, gcTimers: 0, gcUnplaced: 0, gcUnseparated: 0, collections: 0 };
+  for (const [name, cost] of costs) {
+    // A separated function's name is its chain, innermost first: fn'caller'caller'...; a
+    // recursion level shows as a number after the name ('2).
+    const chain = name.split("'").filter((s) => !/^\d+$/.test(s));
+    if (chain[0] === 'uv__run_timers') out.timers += cost.self + cost.calls;
+    // Collections: calls into Heap::CollectGarbage, whatever entered the GC (on Node 24 a task or
+    // HeapAllocator::CollectGarbage is the outermost entry).
+    if (chain[0].startsWith('v8::internal::Heap::CollectGarbage(')) out.collections += called.get(name) || 0;
+    if (!isGC(chain[0]) || chain.slice(1).some(isGC)) continue;
+    // Not separated by callgrind (its pattern and this one disagree): where it ran is unknown.
+    if (chain.length < 2) {
+      out.gcUnseparated += cost.self + cost.calls;
+      continue;
+    }
+    const incl = cost.self + cost.calls;
+    if (chain.includes('uv__run_timers')) out.gcTimers += incl;
+    else {
+      out.gcPath += incl;
+      if (!chain.includes('uv_run')) out.gcUnplaced += incl;
+    }
+  }
+  return out;
 }
 
 /**
- * Instructions in the dump files written since `seen` (one per thread): { main, all, timers }
- * (timers: the main thread's in uv__run_timers, inclusive).
+ * Instructions in the dump files written since `seen` (one per thread): { main, all, timers,
+ * gcPath, gcTimers, gcUnplaced, gcUnseparated } (all but `all` the main thread's; timers: in
+ * uv__run_timers, inclusive; GC as readCallgrind splits it).
  */
 function readDump(dir, tag, seen) {
   const files = fs.readdirSync(dir).filter((f) => f.startsWith(`callgrind.${tag}.`) && !seen.has(f)).sort();
-  let main = 0;
-  let all = 0;
-  let timers = 0;
-  let gc = 0;
+  const sum = { main: 0, all: 0, timers: 0, gcPath: 0, gcTimers: 0, gcUnplaced: 0, gcUnseparated: 0, collections: 0 };
   for (const f of files) {
     seen.add(f);
-    const m = /^(?:summary|totals):\s+(\d+)/m.exec(fs.readFileSync(path.join(dir, f), 'utf8'));
-    if (!m) continue;
-    all += Number(m[1]);
     // Files are out.<dump>-<thread>; thread 01 is the main thread.
     if (/-0*1$/.test(f)) {
-      main += Number(m[1]);
-      const t = timersOf(path.join(dir, f));
-      timers += t.timers;
-      gc += t.gc;
+      const t = readCallgrind(path.join(dir, f));
+      sum.main += t.total;
+      sum.all += t.total;
+      for (const k of ['timers', 'gcPath', 'gcTimers', 'gcUnplaced', 'gcUnseparated', 'collections']) sum[k] += t[k];
+    } else {
+      const m = /^(?:summary|totals):\s+(\d+)/m.exec(fs.readFileSync(path.join(dir, f), 'utf8'));
+      if (m) sum.all += Number(m[1]);
     }
   }
-  if (!all || !main) throw new Error(`${tag}: no callgrind counts in ${dir} (${files.join(', ') || 'no new files'})`);
-  return { main, all, timers, gc };
+  if (!sum.all || !sum.main) throw new Error(`${tag}: no callgrind counts in ${dir} (${files.join(', ') || 'no new files'})`);
+  return sum;
 }
 
 /**
@@ -282,7 +370,7 @@ async function measure(job, opts, dir) {
   const env = cleanEnv(variant.env || {});
   const preloads = [PHASE_SIGNAL, ...variant.preloads(opts)].flatMap((p) => ['--require', p]);
   const args = ['--tool=callgrind', '--separate-threads=yes', '--dump-instr=no', '--smc-check=all-non-file', `--callgrind-out-file=${out}`,
-    process.execPath, '--expose-gc', ...opts.nodeFlags, ...preloads, SERVERS[server]];
+    ...GC_ENTRIES.map((f) => `--separate-callers${GC_DEPTH}=${f}`), process.execPath, '--expose-gc', ...opts.nodeFlags, ...preloads, SERVERS[server]];
   const child = children.track(spawn('valgrind', args, { env, stdio: ['ignore', 'pipe', 'ignore'] }));
   const stdout = lines(child, `${tag} server`);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -350,7 +438,16 @@ function figures(p) {
   const req = p.high && p.low && !(p.armedIn || []).some((x) => x === 'low' || x === 'high');
   const dn = req ? p.high.n - p.low.n : 0;
   const burst = (k) => (p.burst ? p.burst[k] / p.burst.n : null);
+  // Per request from one dump key: (high - low) / requests, or a burst's per request.
+  const per = (k) => (req ? (p.high[k] - p.low[k]) / dn : burst(k));
+  const pathNoGC = (x) => x.main - x.timers - x.gcPath;
   return {
+    reqPathNoGC: req ? (pathNoGC(p.high) - pathNoGC(p.low)) / dn : (p.burst ? pathNoGC(p.burst) / p.burst.n : null),
+    reqGCPath: per('gcPath'),
+    reqGCTimers: per('gcTimers'),
+    reqPathAllGC: req ? (pathNoGC(p.high) + p.high.gcPath + p.high.gcTimers - pathNoGC(p.low) - p.low.gcPath - p.low.gcTimers) / dn
+      : (p.burst ? (pathNoGC(p.burst) + p.burst.gcPath + p.burst.gcTimers) / p.burst.n : null),
+    secGC: p.idle ? (p.idle.gcPath + p.idle.gcTimers) / p.idle.seconds : null,
     reqPath: req ? ((p.high.main - p.high.timers) - (p.low.main - p.low.timers)) / dn : (p.burst ? (p.burst.main - p.burst.timers) / p.burst.n : null),
     reqTimers: req ? (p.high.timers - p.low.timers) / dn : burst('timers'),
     reqMain: req ? (p.high.main - p.low.main) / dn : burst('main'),
@@ -362,7 +459,7 @@ function figures(p) {
   };
 }
 
-const KEYS = ['reqPath', 'reqTimers', 'reqMain', 'reqAll', 'secTimers', 'secMain', 'secAll'];
+const KEYS = ['reqPath', 'reqTimers', 'reqMain', 'reqAll', 'secTimers', 'secMain', 'secAll', 'reqPathNoGC', 'reqGCPath', 'reqGCTimers', 'reqPathAllGC', 'secGC'];
 const range = (xs) => [Math.min(...xs), Math.max(...xs)];
 const med = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -405,15 +502,21 @@ function print(rows, opts) {
     for (const r of rows.filter((x) => x.server === server)) {
       console.log(`${r.label.padEnd(22)} ${cell(r.reqPath, k).padStart(30)} ${cell(r.reqTimers, k).padStart(30)} ${cell(r.reqMain, k).padStart(30)} ${cell(r.reqAll, k).padStart(30)} ${cell(r.secTimers, m).padStart(26)} ${cell(r.secMain, m).padStart(26)}${r.late ? `  (${r.late} requests late)` : ''}`);
     }
+    console.log(`${server} server, GC split (main thread: V8's collections, marking, sweeping; on the path = outside uv__run_timers): per request, the variant's, then added to no agent's`);
+    console.log(`${'variant'.padEnd(22)} ${'path without GC'.padStart(30)} ${'GC on the path'.padStart(30)} ${'GC in timers'.padStart(30)} ${'path w/o GC + all GC'.padStart(30)} ${'GC per idle second'.padStart(26)}`);
+    for (const r of rows.filter((x) => x.server === server)) {
+      console.log(`${r.label.padEnd(22)} ${cell(r.reqPathNoGC, k).padStart(30)} ${cell(r.reqGCPath, k).padStart(30)} ${cell(r.reqGCTimers, k).padStart(30)} ${cell(r.reqPathAllGC, k).padStart(30)} ${cell(r.secGC, m).padStart(26)}`);
+    }
     for (const q of ['-quiet', '']) {
       const uv = rows.find((x) => x.server === server && x.variant === `uvscope${q}`);
       const pc = rows.find((x) => x.server === server && x.variant === `prom-client${q}`);
-      if (uv && pc && uv.reqPath && pc.reqPath && uv.reqPath.added !== null && pc.reqPath.added !== null) {
-        const [uvLo, uvHi] = uv.reqPath.addedRange;
-        const [pcLo, pcHi] = pc.reqPath.addedRange;
+      for (const [key, what] of [['reqPath', 'path: main thread outside timers'], ['reqPathNoGC', 'path without GC'], ['reqPathAllGC', 'path without GC + all GC']]) {
+        if (!(uv && pc && uv[key] && pc[key] && uv[key].added !== null && pc[key].added !== null)) continue;
+        const [uvLo, uvHi] = uv[key].addedRange;
+        const [pcLo, pcHi] = pc[key].addedRange;
         const verdict = uvHi <= pcLo ? 'no more than' : uvLo > pcHi ? 'more than' : 'within the runs\' spread of';
-        console.log(`per request${q ? ', clock-driven work away' : ''} (path: main thread outside timers): uvscope adds ${verdict} prom-client's defaults ` +
-          `(${k(uv.reqPath.added)} (${k(uvLo)}..${k(uvHi)}) vs ${k(pc.reqPath.added)} (${k(pcLo)}..${k(pcHi)}))`);
+        console.log(`per request${q ? ', clock-driven work away' : ''} (${what}): uvscope adds ${verdict} prom-client's defaults ` +
+          `(${k(uv[key].added)} (${k(uvLo)}..${k(uvHi)}) vs ${k(pc[key].added)} (${k(pcLo)}..${k(pcHi)}))`);
       }
     }
   }
@@ -450,6 +553,8 @@ async function main() {
         const ph = ['burst', 'low', 'high', 'idle'].filter((x) => p[x]).map((x) => `${x} ${p[x].n} req ${p[x].seconds.toFixed(2)} s ${p[x].main} main ${p[x].all} all`).join(', ');
         console.log(`  ${j.server} ${j.variant.name} run ${j.run + 1}: ${ph}; ` +
           `per request ${f.reqPath === null ? "-" : Math.round(f.reqPath)} outside timers + ${f.reqTimers === null ? "-" : Math.round(f.reqTimers)} in timers = ${f.reqMain === null ? "-" : Math.round(f.reqMain)} main / ${f.reqAll === null ? "-" : Math.round(f.reqAll)} all, per second ${f.secMain === null ? "-" : Math.round(f.secMain)} / ${f.secAll === null ? "-" : Math.round(f.secAll)}${f.late ? `, ${f.late} late` : ''}` +
+          `; GC per request ${f.reqGCPath === null ? '-' : Math.round(f.reqGCPath)} on the path + ${f.reqGCTimers === null ? '-' : Math.round(f.reqGCTimers)} in timers (path without GC ${f.reqPathNoGC === null ? '-' : Math.round(f.reqPathNoGC)}), collections ${['burst', 'low', 'high', 'idle'].filter((x) => p[x]).map((x) => `${x} ${p[x].collections}`).join(', ')}` +
+          `${['burst', 'low', 'high', 'idle'].some((x) => p[x] && (p[x].gcUnplaced || p[x].gcUnseparated)) ? `; GC not placed: ${['burst', 'low', 'high', 'idle'].filter((x) => p[x]).map((x) => `${x} ${p[x].gcUnplaced} unplaced ${p[x].gcUnseparated} unseparated`).join(', ')}` : ''}` +
           `${p.tracer ? `; tracer armings before low, high, idle, after: ${p.tracer.join(', ')}` : ''}` +
           `${p.armedIn && p.armedIn.length ? `; tracer armed in ${p.armedIn.join(', ')}${p.armedIn.some((x) => x !== 'idle') ? ': no per-request figure from this run' : ''}` : ''}`);
       });
