@@ -47,7 +47,7 @@ class NameFigures {
   #name;
   #lookups = 0;
   #inFlight = 0;
-  // Lookups to go before the next one whose caller is captured (Names#started sets it).
+  // Lookups to go before the next one whose caller is captured (Names#sampledCaller sets it).
   #untilCapture = 0;
   /** @type {Map<string, CallerCount>} by caller */
   #callers = new Map();
@@ -80,11 +80,6 @@ class NameFigures {
   /** @returns {string} the hostname, lower-cased, or _other */
   get name() {
     return this.#name;
-  }
-
-  /** @returns {number} lookups started since the start */
-  get lookups() {
-    return this.#lookups;
   }
 
   /**
@@ -125,9 +120,10 @@ class NameFigures {
       if (until === 0 && names.callerBudget > 0) caller = names.sampledCaller(this);
     }
     const i = this.#interval;
-    if (this.#inFlight > 0) i.duplicates++;
-    this.#inFlight++;
-    if (this.#inFlight > i.maxInFlight) i.maxInFlight = this.#inFlight;
+    const inFlight = this.#inFlight + 1;
+    if (inFlight > 1) i.duplicates++;
+    this.#inFlight = inFlight;
+    if (inFlight > i.maxInFlight) i.maxInFlight = inFlight;
     if (caller !== null) {
       let c = this.#callers.get(caller);
       if (!c && this.#callers.size < MAX_CALLERS) this.#callers.set(caller, (c = { count: 0, seconds: 0, entry: Object.seal({ caller, count: 0, seconds: 0 }) }));

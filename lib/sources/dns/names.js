@@ -42,6 +42,9 @@ const CALLER_SAMPLES_PER_SECOND = 20;
 // A lookup this close to k x the resolv.conf timeout waited for k resolver timeouts.
 const TIMEOUT_EARLY_S = 0.05;
 const TIMEOUT_LATE_S = 0.5;
+// The shortest lookup that can have waited for one: resolv.conf's timeout is a whole number of
+// seconds (resolver.js reads `timeout:N`), so at least 1 when it is above 0 (0: none counted).
+const TIMEOUT_FLOOR_S = 1 - TIMEOUT_EARLY_S;
 
 /**
  * The lookup durations of one name and error type ('' for success), and its point for its life.
@@ -131,16 +134,13 @@ class Names {
   }
 
   /**
-   * A lookup of this name ended (the app is still active): its duration and wait in the name's
-   * figures (NameFigures#finished), and whether it waited for resolver timeouts.
+   * A lookup of this name that ended (NameFigures#finished recorded it) took at least
+   * TIMEOUT_FLOOR_S: whether it waited for resolver timeouts. Shorter lookups cannot have (the
+   * resolv.conf timeout is a whole number of seconds), and the sampler does not call this for them.
    * @param {import('./name-figures').NameFigures} host
-   * @param {string | null} caller what NameFigures#started returned
    * @param {number} seconds from call to callback
-   * @param {number} waited the part spent waiting for a DNS slot
-   * @param {string} errorType '' for a success
    */
-  record(host, caller, seconds, waited, errorType) {
-    host.finished(seconds, waited, errorType, caller, this);
+  timeouts(host, seconds) {
     const conf = this.#resolver();
     if (conf && resolverTimeouts(seconds, conf.timeout) > 0) host.timedOut();
   }
@@ -245,4 +245,4 @@ function resolverTimeouts(seconds, timeout) {
   return k >= 1 && seconds >= k * timeout - TIMEOUT_EARLY_S && seconds <= k * timeout + TIMEOUT_LATE_S ? k : 0;
 }
 
-module.exports = { Names, resolverTimeouts };
+module.exports = { Names, resolverTimeouts, TIMEOUT_FLOOR_S };

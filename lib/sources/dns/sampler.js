@@ -12,7 +12,7 @@ const { published } = require('../../core/channels');
 const { injectFault, faultsOn } = require('../../core/faults');
 const { DnsWrappers, wrapCallbackLookup, wrapCallbackService } = require('./wrapper');
 const { SlotModel, SlotLookup, LookupRecords } = require('./slots');
-const { Names, resolverTimeouts } = require('./names');
+const { Names, resolverTimeouts, TIMEOUT_FLOOR_S } = require('./names');
 
 // How far back percentiles reach by default.
 const RECENT_MS = 60000;
@@ -121,7 +121,8 @@ class AppLookups {
       const wait = ctx.waitedS;
       const waited = wait < seconds ? wait : seconds;
       const errorType = err ? String(/** @type {any} */ (err).code || err.name || 'Error') : '';
-      this.#names.record(host, ctx.caller, seconds, waited, errorType);
+      host.finished(seconds, waited, errorType, ctx.caller, this.#names);
+      if (seconds >= TIMEOUT_FLOOR_S) this.#names.timeouts(host, seconds);
       if (endChannel.hasSubscribers) endChannel.publish({ hostname: ctx.hostname, name: host.name, errorType, seconds, queueWaitSeconds: waited });
     } catch (e) {
       reportError('sampler:dns', e);
