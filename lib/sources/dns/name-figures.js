@@ -157,10 +157,11 @@ class NameFigures {
    * @param {number} seconds from call to callback
    * @param {number} waited the part spent waiting for a DNS slot
    * @param {string} errorType '' for a success
+   * @param {boolean} failed
    * @param {string | null} caller what started() returned
    * @param {import('./names').Names} names
    */
-  finished(seconds, waited, errorType, caller, names) {
+  finished(seconds, waited, errorType, failed, caller, names) {
     this.#inFlight--;
     let s = errorType === '' ? this.#ok : this.#series.get(errorType);
     if (s === undefined) s = names.addSeries(this, errorType);
@@ -175,7 +176,7 @@ class NameFigures {
     i.resolveSeconds += seconds - waited;
     this.#recent.add(Date.now(), seconds, waited);
     if (seconds > i.maxSeconds) i.maxSeconds = seconds;
-    if (errorType !== '') i.errors++;
+    if (failed) i.errors++;
     if (caller !== null) {
       const c = this.#callers.get(caller);
       if (c) {

@@ -121,7 +121,7 @@ class AppLookups {
       const wait = ctx.waitedS;
       const waited = wait < seconds ? wait : seconds;
       const errorType = err ? String(/** @type {any} */ (err).code || err.name || 'Error') : '';
-      host.finished(seconds, waited, errorType, ctx.caller, this.#names);
+      host.finished(seconds, waited, errorType, err ? true : false, ctx.caller, this.#names);
       if (seconds >= TIMEOUT_FLOOR_S) this.#names.timeouts(host, seconds);
       if (endChannel.hasSubscribers) endChannel.publish({ hostname: ctx.hostname, name: host.name, errorType, seconds, queueWaitSeconds: waited });
     } catch (e) {

@@ -150,7 +150,7 @@ function wrapPromiseLookup(original, tracker) {
       throw err;
     }
     let r = ctx.reactions;
-    if (r === null) r = ctx.reactions = reactions(tracker, ctx);
+    if (!r) r = ctx.reactions = reactions(tracker, ctx);
     return promise.then(r.fulfilled, r.rejected);
   };
   return lookAlike(lookup, original);
