@@ -3,7 +3,11 @@
 // Main-thread CPU per dns.lookup, without and with the agent, alternated in one run.
 //
 //   node bench/lookup-cost.js [--rounds 5] [--ms 2000] [--concurrency 8] [--rows ip,hosts,dns] [--json]
+//                             [--node-flags '--no-opt --no-maglev']
 //
+// --node-flags: Node flags for every child, without and with the agent alike (default none): with
+// '--no-opt --no-maglev' the lookups run in V8's interpreter and baseline code, as in
+// bench/instructions.js's path.
 // Rows:
 //   ip     an IP literal (127.0.0.1): no getaddrinfo; the wrapper only checks and passes it on
 //   hosts  localhost, answered from /etc/hosts by getaddrinfo on the threadpool
@@ -37,16 +41,20 @@ const DNS_ADDRESS = '127.0.17.1';
 const DNS_NAME = 'bench.test';
 
 function parseArgs(argv) {
-  const opts = { rounds: 5, ms: 2000, concurrency: 8, json: false, rows: ['ip', 'hosts', 'dns'] };
+  const opts = { rounds: 5, ms: 2000, concurrency: 8, json: false, rows: ['ip', 'hosts', 'dns'], nodeFlags: [] };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--json') { opts.json = true; continue; }
     if (argv[i] === '--help' || argv[i] === '-h') {
-      console.log('usage: node bench/lookup-cost.js [--rounds 5] [--ms 2000] [--concurrency 8] [--rows ip,hosts,dns] [--json]');
+      console.log('usage: node bench/lookup-cost.js [--rounds 5] [--ms 2000] [--concurrency 8] [--rows ip,hosts,dns] [--json] [--node-flags \'--no-opt --no-maglev\']');
       process.exit(0);
     }
-    const m = /^--(rounds|ms|concurrency|rows)(?:=(.*))?$/.exec(argv[i]);
+    const m = /^--(rounds|ms|concurrency|rows|node-flags)(?:=(.*))?$/.exec(argv[i]);
     if (!m) throw new Error(`unknown argument ${argv[i]} (try --help)`);
     const raw = m[2] !== undefined ? m[2] : argv[++i];
+    if (m[1] === 'node-flags') {
+      opts.nodeFlags = String(raw).split(/\s+/).filter(Boolean);
+      continue;
+    }
     if (m[1] === 'rows') {
       opts.rows = raw.split(',');
       continue;
@@ -67,7 +75,7 @@ async function collect(child, timeoutMs) {
 }
 
 function runChild(row, withAgent, opts, ns) {
-  const args = withAgent ? ['--require', REGISTER, LOOP] : [LOOP];
+  const args = [...opts.nodeFlags, ...(withAgent ? ['--require', REGISTER, LOOP] : [LOOP])];
   const env = scrubEnv({
     LOOKUP_NAME: row.name,
     LOOKUP_CONCURRENCY: String(opts.concurrency),
@@ -169,7 +177,7 @@ async function main() {
     console.log(JSON.stringify({ ...before, loadAfter: after, opts, results }));
     return;
   }
-  console.log(`node ${before.node}, ${before.cpus} CPUs, load ${before.load} before; ${opts.rounds} alternated rounds of ${opts.ms} ms, ${opts.concurrency} lookups in flight`);
+  console.log(`node ${before.node}, ${before.cpus} CPUs, load ${before.load} before; ${opts.rounds} alternated rounds of ${opts.ms} ms, ${opts.concurrency} lookups in flight${opts.nodeFlags.length ? `; node flags: ${opts.nodeFlags.join(' ')}` : ''}`);
   console.log('main-thread CPU per dns.lookup, µs (medians over rounds)');
   const bg = results.find((r) => r.id === 'background');
   console.log(`the agent's background work (no lookups): +${(bg.backgroundUsPerS / 1000).toFixed(2)} ms of main-thread CPU per second`);

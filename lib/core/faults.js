@@ -45,4 +45,7 @@ function injectFault(seam) {
   throw new Error(`uvscope test fault at ${seam}`);
 }
 
-module.exports = { injectFault, SEAMS, SETTINGS };
+/** Whether any seam is set (false in production): per-lookup paths test it before calling injectFault(). */
+const faultsOn = faults.size > 0;
+
+module.exports = { injectFault, faultsOn, SEAMS, SETTINGS };

@@ -57,17 +57,17 @@ describe('callers', () => {
       // No endInterval(): the budget of the first second (20 beyond the first lookup) is not refilled.
       const names = new Names({ maxNames: 10, recentMs: 60000, resolver: () => null });
       const host = names.hostFor('a.test');
-      for (let i = 0; i < 8; i++) assert.notEqual(names.started(host), null, `lookup ${i + 1}`);
+      for (let i = 0; i < 8; i++) assert.notEqual(host.started(names), null, `lookup ${i + 1}`);
       let n = 0;
       let c = 0;
       while (c < 13 && n < 13 * 31) {
         n++;
-        if (names.started(host) !== null) c++;
+        if (host.started(names) !== null) c++;
       }
       assert.equal(c, 13, `captures after the first 8 within ${n} lookups`);
       lookups += n;
       captures += c;
-      for (let i = 0; i < 500; i++) assert.equal(names.started(host), null, 'the budget of the second is spent');
+      for (let i = 0; i < 500; i++) assert.equal(host.started(names), null, 'the budget of the second is spent');
       assert.equal(names.details()[0].callers.reduce((a, x) => a + x.count, 0), 21);
     }
     // Gaps drawn from 1..31 (mean 16) over 650 captures: the mean is within 16 ± 0.4 (one standard deviation).

@@ -8,6 +8,9 @@ const { RecentLookups, RECENT_MAX } = require('./recent');
 
 // Distinct callers kept per hostname.
 const MAX_CALLERS = 20;
+// A name's first lookups whose callers are all captured (within the budget beyond the first; see
+// names.js for the sampling policy).
+const CALLER_FIRST = 8;
 
 /** @type {DnsHostDetails['callers']} */
 const NO_CALLERS = Object.freeze([]);
@@ -44,7 +47,7 @@ class NameFigures {
   #name;
   #lookups = 0;
   #inFlight = 0;
-  // Lookups to go before the next one whose caller is captured (Names#started sets it).
+  // Lookups to go before the next one whose caller is captured (Names#sampledCaller sets it).
   #untilCapture = 0;
   /** @type {Map<string, CallerCount>} by caller */
   #callers = new Map();
@@ -55,7 +58,7 @@ class NameFigures {
   /** @type {Map<string, import('./names').DnsSeries>} the name's series, by error type */
   #series = new Map();
   // The success series ('' error type) and the queue-wait histogram, kept here as well so that a
-  // lookup that succeeds looks up no Map for them (Names#record).
+  // lookup that succeeds looks up no Map for them (finished()).
   /** @type {import('./names').DnsSeries | undefined} */
   #ok = undefined;
   /** @type {{ histogram: import('../../core/histogram').Histogram, point: object | null } | null} */
@@ -79,47 +82,12 @@ class NameFigures {
     return this.#name;
   }
 
-  /** @returns {number} lookups started since the start */
-  get lookups() {
-    return this.#lookups;
-  }
-
-  /**
-   * Counts down to the next caller capture: true for each of the name's first `first` lookups,
-   * then when the gap set by captureGap() has passed (and stays true until a capture resets it).
-   * Called once per lookup, before started().
-   * @param {number} first
-   * @returns {boolean}
-   */
-  captureDue(first) {
-    if (this.#lookups < first) return true;
-    if (this.#untilCapture > 0) this.#untilCapture--;
-    return this.#untilCapture === 0;
-  }
-
   /**
    * The next capture comes after this many lookups.
    * @param {number} lookups
    */
   captureGap(lookups) {
     this.#untilCapture = lookups;
-  }
-
-  /**
-   * @param {string} errorType
-   * @returns {import('./names').DnsSeries | undefined} the name's series for this error type
-   */
-  seriesOf(errorType) {
-    return errorType === '' && this.#ok !== undefined ? this.#ok : this.#series.get(errorType);
-  }
-
-  /** @returns {{ histogram: import('../../core/histogram').Histogram, point: object | null } | null} its queue-wait series, once Names has set it */
-  get queueWait() {
-    return this.#queueWait;
-  }
-
-  set queueWait(w) {
-    this.#queueWait = w;
   }
 
   /**
@@ -132,14 +100,30 @@ class NameFigures {
   }
 
   /**
-   * A lookup starts. Its caller is counted now (a backlog may hold it for long), timed when it ends.
-   * @param {string | null} caller the caller captured for it, if any
+   * A lookup starts: counted, and its caller captured when due (names.js's policy): the name's
+   * first lookup always; each of its first CALLER_FIRST, and then each one whose gap (set by
+   * captureGap()) has passed, within the budget Names#sampledCaller keeps (a due capture left
+   * without budget stays due). Its caller is counted now (a backlog may hold it for long), timed
+   * when it ends.
+   * @param {import('./names').Names} names
+   * @returns {string | null} the caller captured for it, or null
    */
-  started(caller) {
+  started(names) {
+    let caller = null;
+    const n = this.#lookups;
+    if (n < CALLER_FIRST) {
+      if (n === 0) caller = names.firstCaller();
+      else if (names.callerBudget > 0) caller = names.sampledCaller(this);
+    } else {
+      let until = this.#untilCapture;
+      if (until > 0) this.#untilCapture = --until;
+      if (until === 0 && names.callerBudget > 0) caller = names.sampledCaller(this);
+    }
     const i = this.#interval;
-    if (this.#inFlight > 0) i.duplicates++;
-    this.#inFlight++;
-    if (this.#inFlight > i.maxInFlight) i.maxInFlight = this.#inFlight;
+    const inFlight = this.#inFlight + 1;
+    if (inFlight > 1) i.duplicates++;
+    this.#inFlight = inFlight;
+    if (inFlight > i.maxInFlight) i.maxInFlight = inFlight;
     if (caller !== null) {
       let c = this.#callers.get(caller);
       if (!c && this.#callers.size < MAX_CALLERS) this.#callers.set(caller, (c = { count: 0, seconds: 0, entry: Object.seal({ caller, count: 0, seconds: 0 }) }));
@@ -148,8 +132,9 @@ class NameFigures {
         this.#callersChanged = true;
       }
     }
-    this.#lookups++;
+    this.#lookups = n + 1;
     i.lookups++;
+    return caller;
   }
 
   /** A lookup started and then abandoned (the original threw): as if it never started. */
@@ -159,18 +144,31 @@ class NameFigures {
     this.#interval.lookups--;
   }
 
-  /** A lookup called back. */
+  /** A lookup called back after the sampler closed: no longer in flight, not recorded. */
   ended() {
     this.#inFlight--;
   }
 
   /**
-   * An ended lookup's duration, in the interval's figures and the recent lookups.
+   * A lookup called back: no longer in flight, its duration in its series (by error type) and its
+   * wait in the name's queue-wait histogram, both in the interval's figures and the recent
+   * lookups, and its duration added to its caller's. One call per lookup: the series and the
+   * queue-wait histogram are kept on the name (names gives them at its first lookup of each).
    * @param {number} seconds from call to callback
    * @param {number} waited the part spent waiting for a DNS slot
+   * @param {string} errorType '' for a success
    * @param {boolean} failed
+   * @param {string | null} caller what started() returned
+   * @param {import('./names').Names} names
    */
-  record(seconds, waited, failed) {
+  finished(seconds, waited, errorType, failed, caller, names) {
+    this.#inFlight--;
+    let s = errorType === '' ? this.#ok : this.#series.get(errorType);
+    if (s === undefined) s = names.addSeries(this, errorType);
+    s.histogram.observe(seconds);
+    let w = this.#queueWait;
+    if (w === null) w = this.#queueWait = names.queueWaitOf(this.#name);
+    w.histogram.observe(waited);
     const i = this.#interval;
     i.seconds += seconds;
     i.queueWaitSeconds += waited;
@@ -179,24 +177,18 @@ class NameFigures {
     this.#recent.add(Date.now(), seconds, waited);
     if (seconds > i.maxSeconds) i.maxSeconds = seconds;
     if (failed) i.errors++;
+    if (caller !== null) {
+      const c = this.#callers.get(caller);
+      if (c) {
+        c.seconds += seconds;
+        this.#callersChanged = true;
+      }
+    }
   }
 
   /** The lookup just recorded waited for a resolver timeout. */
   timedOut() {
     this.#interval.timeouts++;
-  }
-
-  /**
-   * Adds an ended lookup's duration to its caller's.
-   * @param {string} caller
-   * @param {number} seconds
-   */
-  timeCaller(caller, seconds) {
-    const c = this.#callers.get(caller);
-    if (c) {
-      c.seconds += seconds;
-      this.#callersChanged = true;
-    }
   }
 
   /** @returns {DnsHostDetails} the name's details object, the same for its life */

@@ -29,19 +29,22 @@ function loadPerName() {
 const OTHER = '_other';
 
 // Which lookups get a stack capture for caller attribution (a capture costs some microseconds,
-// about 20,000 instructions, and ~1 KB of short-lived objects). The first CALLER_FIRST lookups of
+// about 20,000 instructions, and ~1 KB of short-lived objects). The first CALLER_FIRST (8) lookups of
 // each name, then about one in CALLER_EVERY of its lookups (a random gap, so that callers taking
 // turns are not aliased), and beyond a name's first lookup never more than CALLER_SAMPLES_PER_SECOND
 // a second in all. The share of lookups captured is then the same at any lookup rate up to
 // CALLER_EVERY x CALLER_SAMPLES_PER_SECOND a second and the cost bounded above it: a budget by the
 // second alone captured every lookup of a slow process (an app under a profiler or valgrind, a
 // name looked up a few times a second) and a fiftieth of a fast one's.
-const CALLER_FIRST = 8;
+// CALLER_FIRST (8) is name-figures.js's, where the count of a name's lookups is.
 const CALLER_EVERY = 16;
 const CALLER_SAMPLES_PER_SECOND = 20;
 // A lookup this close to k x the resolv.conf timeout waited for k resolver timeouts.
 const TIMEOUT_EARLY_S = 0.05;
 const TIMEOUT_LATE_S = 0.5;
+// The shortest lookup that can have waited for one: resolv.conf's timeout is a whole number of
+// seconds (resolver.js reads `timeout:N`), so at least 1 when it is above 0 (0: none counted).
+const TIMEOUT_FLOOR_S = 1 - TIMEOUT_EARLY_S;
 
 /**
  * The lookup durations of one name and error type ('' for success), and its point for its life.
@@ -64,7 +67,8 @@ class Names {
   #pointList = [];
   /** @type {import('./name-figures').DnsHostDetails[]} */
   #hostList = [];
-  #callerBudget = CALLER_SAMPLES_PER_SECOND;
+  // Captures left this second (read by NameFigures#started before it asks sampledCaller()).
+  callerBudget = CALLER_SAMPLES_PER_SECOND;
   #budgetTime = Date.now();
 
   /**
@@ -107,63 +111,65 @@ class Names {
   }
 
   /**
-   * A lookup of this name starts. Its caller is captured for a name's first CALLER_FIRST lookups
-   * and then for about one in CALLER_EVERY, within CALLER_SAMPLES_PER_SECOND captures a second
-   * beyond each name's first lookup (the budget endInterval() refills).
-   * @param {import('./name-figures').NameFigures} host
-   * @returns {string | null} the caller captured, or null
+   * The caller of a name's first lookup (NameFigures#started): always captured.
+   * @returns {string}
    */
-  started(host) {
-    let caller = null;
-    if (host.lookups === 0) caller = captureCaller();
-    else if (host.captureDue(CALLER_FIRST) && this.#callerBudget > 0) {
-      this.#callerBudget--;
-      host.captureGap(1 + Math.floor(Math.random() * (2 * CALLER_EVERY - 1)));
-      caller = captureCaller();
-    }
-    host.started(caller);
-    return caller;
+  firstCaller() {
+    return /** @type {NonNullable<typeof captureCaller>} */ (captureCaller)();
   }
 
   /**
-   * A lookup of this name ended (the app is still active).
+   * The caller of a lookup whose capture is due (NameFigures#started: one of a name's first
+   * CALLER_FIRST lookups, or its gap has passed): captured within the budget of
+   * CALLER_SAMPLES_PER_SECOND captures a second (endInterval() refills it), the name's next
+   * capture then about CALLER_EVERY lookups later (a random gap).
    * @param {import('./name-figures').NameFigures} host
-   * @param {string | null} caller what started() returned
-   * @param {number} seconds from call to callback
-   * @param {number} waited the part spent waiting for a DNS slot
-   * @param {string} errorType '' for a success
-   * @param {boolean} failed
+   * @returns {string | null} the caller captured, or null (no budget left)
    */
-  record(host, caller, seconds, waited, errorType, failed) {
-    let s = host.seriesOf(errorType);
-    if (s === undefined) s = this.#addSeries(host, errorType);
-    s.histogram.observe(seconds);
-    let w = host.queueWait;
-    if (w === null) {
-      w = this.#queueWaits.get(host.name);
-      if (!w) this.#queueWaits.set(host.name, (w = { histogram: new Histogram(QUEUE_WAIT_BUCKETS), point: null }));
-      host.queueWait = w;
-    }
-    w.histogram.observe(waited);
-    host.record(seconds, waited, failed);
+  sampledCaller(host) {
+    if (!(this.callerBudget > 0)) return null;
+    this.callerBudget--;
+    host.captureGap(1 + Math.floor(Math.random() * (2 * CALLER_EVERY - 1)));
+    return /** @type {NonNullable<typeof captureCaller>} */ (captureCaller)();
+  }
+
+  /**
+   * A lookup of this name that ended (NameFigures#finished recorded it) took at least
+   * TIMEOUT_FLOOR_S: whether it waited for resolver timeouts. Shorter lookups cannot have (the
+   * resolv.conf timeout is a whole number of seconds), and the sampler does not call this for them.
+   * @param {import('./name-figures').NameFigures} host
+   * @param {number} seconds from call to callback
+   */
+  timeouts(host, seconds) {
     const conf = this.#resolver();
     if (conf && resolverTimeouts(seconds, conf.timeout) > 0) host.timedOut();
-    if (caller !== null) host.timeCaller(caller, seconds);
   }
 
   /**
-   * A name's series for one error type, found once by its key and then kept with the name: no
-   * key string is built per lookup (it showed in profiles).
+   * A name's series for one error type, found once by its key and then kept with the name
+   * (NameFigures#finished asks for it at the name's first lookup of that type): no key string is
+   * built per lookup (it showed in profiles).
    * @param {import('./name-figures').NameFigures} host
    * @param {string} errorType
    * @returns {DnsSeries}
    */
-  #addSeries(host, errorType) {
+  addSeries(host, errorType) {
     const key = `${host.name}\u0000${errorType}`;
     let s = this.#series.get(key);
     if (!s) this.#series.set(key, (s = { name: host.name, errorType, histogram: new Histogram(DNS_BUCKETS), point: null }));
     host.addSeries(errorType, s);
     return s;
+  }
+
+  /**
+   * A name's queue-wait series, found once by its name and then kept with the name.
+   * @param {string} name
+   * @returns {{ histogram: Histogram, point: object | null }}
+   */
+  queueWaitOf(name) {
+    let w = this.#queueWaits.get(name);
+    if (!w) this.#queueWaits.set(name, (w = { histogram: new Histogram(QUEUE_WAIT_BUCKETS), point: null }));
+    return w;
   }
 
   /**
@@ -208,7 +214,7 @@ class Names {
     this.#hosts.forEach(endInterval);
     const now = Date.now();
     const refill = (CALLER_SAMPLES_PER_SECOND * Math.max(0, now - this.#budgetTime)) / 1000;
-    this.#callerBudget = Math.min(CALLER_SAMPLES_PER_SECOND, this.#callerBudget + refill);
+    this.callerBudget = Math.min(CALLER_SAMPLES_PER_SECOND, this.callerBudget + refill);
     this.#budgetTime = now;
   }
 }
@@ -239,4 +245,4 @@ function resolverTimeouts(seconds, timeout) {
   return k >= 1 && seconds >= k * timeout - TIMEOUT_EARLY_S && seconds <= k * timeout + TIMEOUT_LATE_S ? k : 0;
 }
 
-module.exports = { Names, resolverTimeouts };
+module.exports = { Names, resolverTimeouts, TIMEOUT_FLOOR_S };

@@ -9,10 +9,10 @@ const { dnsSlots, UV_THREADPOOL_SIZE } = require('../../core/libuv');
 const { readSetting } = require('../../core/setting');
 const { reportError } = require('../../core/errors');
 const { published } = require('../../core/channels');
-const { injectFault } = require('../../core/faults');
+const { injectFault, faultsOn } = require('../../core/faults');
 const { DnsWrappers, wrapCallbackLookup, wrapCallbackService } = require('./wrapper');
-const { SlotModel, SlotLookup, LookupRecords, secondsBetween } = require('./slots');
-const { Names, resolverTimeouts } = require('./names');
+const { SlotModel, SlotLookup, LookupRecords } = require('./slots');
+const { Names, resolverTimeouts, TIMEOUT_FLOOR_S } = require('./names');
 
 // How far back percentiles reach by default.
 const RECENT_MS = 60000;
@@ -37,6 +37,115 @@ class AppLookup extends SlotLookup {
 }
 
 /**
+ * The tracker of the app's lookups (wrapper.js calls it at each lookup's start and end): each
+ * lookup counted for its name, offered to subscribers, given a slot (or queued for one) in the
+ * model, and at its callback timed into its name's figures. Written for the lookup's path: few
+ * calls and property loads per lookup, since it runs inside the app's call and callback, often in
+ * V8's interpreter or baseline code.
+ */
+class AppLookups {
+  #names;
+  #slots;
+  #records = new LookupRecords(() => new AppLookup());
+  inFlight = 0;
+  active = true;
+
+  /**
+   * @param {Names} names
+   * @param {SlotModel} slots
+   */
+  constructor(names, slots) {
+    this.#names = names;
+    this.#slots = slots;
+  }
+
+  /**
+   * An app lookup starts, inside the app's call.
+   * @param {string} hostname
+   * @returns {AppLookup}
+   */
+  started(hostname) {
+    if (faultsOn) injectFault('dns:started');
+    const names = this.#names;
+    const host = names.hostFor(hostname);
+    const ctx = this.#records.take();
+    ctx.hostname = hostname;
+    ctx.host = host;
+    ctx.caller = host.started(names);
+    if (startChannel.hasSubscribers) {
+      try {
+        startChannel.publish({ hostname, inFlight: this.inFlight });
+      } catch (e) {
+        reportError('sampler:dns', e);
+      }
+    }
+    this.inFlight++;
+    this.#slots.submit(ctx);
+    return ctx;
+  }
+
+  /**
+   * The original threw: no lookup after all.
+   * @param {AppLookup} ctx
+   */
+  abandoned(ctx) {
+    if (!ctx.live) return;
+    this.#slots.abandon(ctx);
+    this.inFlight--;
+    /** @type {import('./name-figures').NameFigures} */ (ctx.host).abandoned();
+    this.#release(ctx);
+  }
+
+  /**
+   * An app lookup called back: its slot goes to the next, and (until close()) its duration and
+   * wait are recorded for its name and published.
+   * @param {AppLookup} ctx
+   * @param {Error | null} err
+   */
+  record(ctx, err) {
+    if (!ctx.live) return;
+    try {
+      const t = proc.hrtime();
+      const nowS = t[0];
+      const nowNs = t[1];
+      this.#slots.done(ctx, nowS, nowNs);
+      this.inFlight--;
+      if (faultsOn) injectFault('dns:record');
+      const host = /** @type {import('./name-figures').NameFigures} */ (ctx.host);
+      if (!this.active) {
+        host.ended();
+        return;
+      }
+      // slots.js's secondsBetween(), written out: the same double.
+      const seconds = ((nowS - ctx.startS) * 1e9 + (nowNs - ctx.startNs)) / 1e9;
+      const wait = ctx.waitedS;
+      const waited = wait < seconds ? wait : seconds;
+      const errorType = err ? String(/** @type {any} */ (err).code || err.name || 'Error') : '';
+      host.finished(seconds, waited, errorType, err ? true : false, ctx.caller, this.#names);
+      if (seconds >= TIMEOUT_FLOOR_S) this.#names.timeouts(host, seconds);
+      if (endChannel.hasSubscribers) endChannel.publish({ hostname: ctx.hostname, name: host.name, errorType, seconds, queueWaitSeconds: waited });
+    } catch (e) {
+      reportError('sampler:dns', e);
+    } finally {
+      // #release(), written out.
+      ctx.hostname = '';
+      ctx.host = null;
+      ctx.caller = null;
+      this.#records.release(ctx);
+    }
+  }
+
+  // Done with: the record goes back for the next lookup, holding nothing of this one.
+  /** @param {AppLookup} ctx */
+  #release(ctx) {
+    ctx.hostname = '';
+    ctx.host = null;
+    ctx.caller = null;
+    this.#records.release(ctx);
+  }
+}
+
+/**
  * snapshot.details.dns
  * @typedef {object} DnsDetails
  * @property {number} inFlight app lookups in flight now
@@ -56,17 +165,15 @@ class DnsSampler {
   #wrappers;
   #ownLookup;
   #ownLookupService;
-  #records = new LookupRecords(() => new AppLookup());
-  #inFlight = 0;
-  #active = true;
+  #app;
 
   /** @param {NonNullable<Parameters<typeof createDnsSampler>[0]>} options */
   constructor(options) {
     const maxNames = options.maxNames || 100;
     this.#names = new Names({ maxNames, recentMs: options.recentMs || RECENT_MS, resolver: options.resolver || (() => null) });
     this.#slots = new SlotModel(() => dnsSlots(readSetting(UV_THREADPOOL_SIZE, options.env)));
-    const app = { started: this.#started.bind(this), record: this.#record.bind(this), abandoned: this.#abandoned.bind(this) };
-    this.#wrappers = new DnsWrappers(options.dns || dnsModule, app);
+    this.#app = new AppLookups(this.#names, this.#slots);
+    this.#wrappers = new DnsWrappers(options.dns || dnsModule, this.#app);
     const own = ownTracker(this.#slots);
     this.#ownLookup = wrapCallbackLookup(this.#wrappers.original, own);
     const dns = options.dns || dnsModule;
@@ -98,7 +205,7 @@ class DnsSampler {
 
   /** @returns {number} app lookups started and not yet called back */
   get inFlight() {
-    return this.#inFlight;
+    return this.#app.inFlight;
   }
 
   /**
@@ -119,7 +226,7 @@ class DnsSampler {
    */
   details() {
     const hosts = this.#names.details();
-    return { inFlight: this.#inFlight, dnsSlots: this.#slots.size, hosts };
+    return { inFlight: this.#app.inFlight, dnsSlots: this.#slots.size, hosts };
   }
 
   /** Start a new interval: per-hostname interval figures and the caller budget start over. */
@@ -129,78 +236,8 @@ class DnsSampler {
 
   /** Stops counting and puts dns.lookup and dns.promises.lookup back. */
   close() {
-    this.#active = false;
+    this.#app.active = false;
     this.#wrappers.restore();
-  }
-
-  // An app lookup starts, inside the app's call: counted for its name, offered to subscribers,
-  // and given a slot (or queued for one) in the model.
-  #started(hostname) {
-    injectFault('dns:started');
-    const host = this.#names.hostFor(hostname);
-    const ctx = this.#records.take();
-    ctx.hostname = hostname;
-    ctx.host = host;
-    ctx.caller = this.#names.started(host);
-    if (startChannel.hasSubscribers) {
-      try {
-        startChannel.publish({ hostname, inFlight: this.#inFlight });
-      } catch (e) {
-        reportError('sampler:dns', e);
-      }
-    }
-    this.#inFlight++;
-    this.#slots.submit(ctx);
-    return ctx;
-  }
-
-  // The original threw: no lookup after all.
-  /** @param {AppLookup} ctx */
-  #abandoned(ctx) {
-    if (!ctx.live) return;
-    this.#slots.abandon(ctx);
-    this.#inFlight--;
-    /** @type {import('./name-figures').NameFigures} */ (ctx.host).abandoned();
-    this.#release(ctx);
-  }
-
-  // An app lookup called back: its slot goes to the next, and (until close()) its duration and
-  // wait are recorded for its name and published.
-  /**
-   * @param {AppLookup} ctx
-   * @param {Error | null} err
-   */
-  #record(ctx, err) {
-    if (!ctx.live) return;
-    try {
-      const t = proc.hrtime();
-      const nowS = t[0];
-      const nowNs = t[1];
-      this.#slots.done(ctx, nowS, nowNs);
-      this.#inFlight--;
-      injectFault('dns:record');
-      const host = /** @type {import('./name-figures').NameFigures} */ (ctx.host);
-      host.ended();
-      if (!this.#active) return;
-      const seconds = secondsBetween(ctx.startS, ctx.startNs, nowS, nowNs);
-      const waited = Math.min(seconds, secondsBetween(ctx.startS, ctx.startNs, ctx.beganS, ctx.beganNs));
-      const errorType = err ? String(/** @type {any} */ (err).code || err.name || 'Error') : '';
-      this.#names.record(host, ctx.caller, seconds, waited, errorType, Boolean(err));
-      if (endChannel.hasSubscribers) endChannel.publish({ hostname: ctx.hostname, name: host.name, errorType, seconds, queueWaitSeconds: waited });
-    } catch (e) {
-      reportError('sampler:dns', e);
-    } finally {
-      this.#release(ctx);
-    }
-  }
-
-  // Done with: the record goes back for the next lookup, holding nothing of this one.
-  /** @param {AppLookup} ctx */
-  #release(ctx) {
-    ctx.hostname = '';
-    ctx.host = null;
-    ctx.caller = null;
-    this.#records.release(ctx);
   }
 }
 

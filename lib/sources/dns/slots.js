@@ -16,18 +16,23 @@ const proc = process;
 
 /**
  * A lookup as the model sees it: its start (process.hrtime()'s seconds and nanoseconds) set by
- * the caller, its `began` and whether it is `waiting` for a slot set by the model. Numbers, not
- * BigInts: a record is reused from lookup to lookup (LookupRecords), so a lookup in flight at a
- * scavenge keeps nothing new alive.
+ * the caller, whether it is `waiting` for a slot and how long it waited (`waitedS`) set by the
+ * model. Numbers, not BigInts: a record is reused from lookup to lookup (LookupRecords), so a
+ * lookup in flight at a scavenge keeps nothing new alive.
  */
 class SlotLookup {
   startS = 0;
   startNs = 0;
-  beganS = 0;
-  beganNs = 0;
+  // Seconds from its start to getting a slot: 0 when it got one at its start (or its wait is
+  // unknown), else set at the callback that freed its slot (secondsBetween(start, that callback)).
+  waitedS = 0;
   waiting = false;
   // Between take() and release(): a record is counted once, whatever calls back twice.
   live = false;
+  // The promise wrapper's reactions for this record (wrapper.js), made at its first promise
+  // lookup and kept for the record's life.
+  /** @type {object | null} */
+  reactions = null;
 }
 
 /**
@@ -66,11 +71,11 @@ class LookupRecords {
 
   /** @returns {T} a record, `live`, started now */
   take() {
-    const r = this.#free.length > 0 ? /** @type {T} */ (this.#free.pop()) : this.#make();
+    const free = this.#free;
+    const r = free.length > 0 ? /** @type {T} */ (free.pop()) : this.#make();
     const t = proc.hrtime();
     r.startS = t[0];
     r.startNs = t[1];
-    r.waiting = false;
     r.live = true;
     return r;
   }
@@ -78,11 +83,12 @@ class LookupRecords {
   /** @param {T} r a record that is done with (no longer in the model's queue) */
   release(r) {
     r.live = false;
-    if (this.#free.length < this.#keep) this.#free.push(r);
+    const free = this.#free;
+    if (free.length < this.#keep) free.push(r);
   }
 }
 
-/** Lookups get a slot FIFO as slots free; a lookup gets `began` (hrtime seconds and nanoseconds) when it does. */
+/** Lookups get a slot FIFO as slots free; a lookup's `waitedS` is set when it does. */
 class SlotModel {
   #sizeOf;
   /** @type {number | null} */
@@ -110,11 +116,12 @@ class SlotModel {
    * @param {SlotLookup} ctx
    */
   submit(ctx) {
-    if (this.#size === null) this.#size = this.#sizeOf();
-    if (this.#running < this.#size) {
-      this.#running++;
-      ctx.beganS = ctx.startS;
-      ctx.beganNs = ctx.startNs;
+    let size = this.#size;
+    if (size === null) size = this.#size = this.#sizeOf();
+    const running = this.#running;
+    ctx.waitedS = 0;
+    if (running < size) {
+      this.#running = running + 1;
       ctx.waiting = false;
     } else {
       ctx.waiting = true;
@@ -133,28 +140,30 @@ class SlotModel {
       // Finished while the model had it queued: a slot came free that the model did not see
       // (a lookup from before the agent started). It ran; its wait is unknown, count none.
       ctx.waiting = false;
-      ctx.beganS = ctx.startS;
-      ctx.beganNs = ctx.startNs;
+      ctx.waitedS = 0;
       this.abandon(ctx);
       return;
     }
-    this.#running--;
+    let running = this.#running - 1;
+    const size = /** @type {number} */ (this.#size);
     const queue = this.#queue;
-    while (this.#running < this.#size && this.#head < queue.length) {
-      const next = queue[this.#head];
+    let head = this.#head;
+    while (running < size && head < queue.length) {
+      const next = queue[head];
       // Let go of it: a taken entry kept until the queue is compacted (1024 and more) kept each
       // lookup's context alive through V8's scavenges.
-      queue[this.#head++] = null;
+      queue[head++] = null;
       if (!next) continue; // abandoned
-      next.beganS = nowS;
-      next.beganNs = nowNs;
+      next.waitedS = secondsBetween(next.startS, next.startNs, nowS, nowNs);
       next.waiting = false;
-      this.#running++;
+      running++;
     }
-    if (this.#head > 1024 && this.#head * 2 > queue.length) {
-      this.#queue = queue.slice(this.#head);
-      this.#head = 0;
+    this.#running = running;
+    if (head > 1024 && head * 2 > queue.length) {
+      this.#queue = queue.slice(head);
+      head = 0;
     }
+    this.#head = head;
   }
 
   /**

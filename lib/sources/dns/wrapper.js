@@ -13,7 +13,9 @@
 // for bad arguments, the same length, name and own symbols (dns.lookup's customPromisifyArgs makes
 // util.promisify(dns.lookup) resolve { address, family }), and no change to how a rejection nobody
 // handles is reported. The tracker runs inside the app's call, so each call of it is guarded: a
-// failure there is reported and the lookup goes on untimed. Invalid arguments make Node throw
+// failure there is reported and the lookup goes on untimed. The guards are written out where the
+// tracker is called, not through a helper: the wrappers run per lookup, often in V8's interpreter
+// or baseline code, where each call costs a few hundred instructions. Invalid arguments make Node throw
 // synchronously: that is no lookup, so it is not tracked.
 
 // module.constructor is the CommonJS Module class that require('module') returns, without loading
@@ -25,11 +27,13 @@ const { reportError } = require('../../core/errors');
 
 /**
  * What a wrapper calls. started() returns the lookup's context, handed back to record() or
- * abandoned(); each is called without `this`.
+ * abandoned(); each is called as a method of the tracker. A context is reused from lookup to
+ * lookup (one lookup at a time) and has a `reactions` field, null at first, that the promise
+ * wrapper keeps its reactions in (the context's for its life).
  * @typedef {object} LookupTracker
- * @property {(hostname: string) => object} started a lookup is about to go to the original
- * @property {(ctx: object, err: Error | null) => void} record it called back (or settled)
- * @property {(ctx: object) => void} abandoned the original threw: there will be no callback
+ * @property {(hostname: string) => { reactions: object | null }} started a lookup is about to go to the original
+ * @property {(ctx: any, err: Error | null) => void} record it called back (or settled)
+ * @property {(ctx: any) => void} abandoned the original threw: there will be no callback
  */
 
 /**
@@ -106,7 +110,12 @@ function wrapCallbackLookup(original, tracker) {
   const lookup = function lookup(hostname, options, callback) {
     const cb = typeof options === 'function' ? options : callback;
     if (typeof cb !== 'function' || !isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
-    const ctx = guarded(tracker.started, hostname);
+    let ctx;
+    try {
+      ctx = tracker.started(hostname);
+    } catch (err) {
+      reportError('sampler:dns', err);
+    }
     if (ctx === undefined) return Reflect.apply(original, this, arguments);
     const args = Array.prototype.slice.call(arguments);
     return callTracked(original, this, args, typeof options === 'function' ? 1 : 2, tracker, ctx);
@@ -126,24 +135,54 @@ function wrapCallbackLookup(original, tracker) {
 function wrapPromiseLookup(original, tracker) {
   const lookup = function lookup(hostname) {
     if (!isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
-    const ctx = guarded(tracker.started, hostname);
+    let ctx;
+    try {
+      ctx = tracker.started(hostname);
+    } catch (err) {
+      reportError('sampler:dns', err);
+    }
     if (ctx === undefined) return Reflect.apply(original, this, arguments);
     let promise;
     try {
       promise = Reflect.apply(original, this, arguments);
     } catch (err) {
-      guarded(tracker.abandoned, ctx);
+      abandon(tracker, ctx);
       throw err;
     }
-    return promise.then((value) => {
-      guarded(tracker.record, ctx, null);
-      return value;
-    }, (err) => {
-      guarded(tracker.record, ctx, err);
-      throw err;
-    });
+    let r = ctx.reactions;
+    if (!r) r = ctx.reactions = reactions(tracker, ctx);
+    return promise.then(r.fulfilled, r.rejected);
   };
   return lookAlike(lookup, original);
+}
+
+/**
+ * What a derived promise does when the original settles: record the lookup (guarded), then settle
+ * as the original did. Made once per context and kept on it (contexts are reused from lookup to
+ * lookup, one promise at a time): no closures per lookup.
+ * @param {LookupTracker} tracker
+ * @param {object} ctx
+ * @returns {{ fulfilled: (value: any) => any, rejected: (err: any) => never }}
+ */
+function reactions(tracker, ctx) {
+  return {
+    fulfilled: (value) => {
+      try {
+        tracker.record(ctx, null);
+      } catch (e) {
+        reportError('sampler:dns', e);
+      }
+      return value;
+    },
+    rejected: (err) => {
+      try {
+        tracker.record(ctx, err);
+      } catch (e) {
+        reportError('sampler:dns', e);
+      }
+      throw err;
+    },
+  };
 }
 
 // The wrapper takes the original's length, name and own symbols.
@@ -158,7 +197,6 @@ function lookAlike(wrapper, original) {
   return wrapper;
 }
 
-// Calls the tracker; never throws. undefined when it failed.
 /**
  * dns.lookupService(address, port, callback), seen by the tracker as an own lookup is (the agent's
  * own getnameinfo: the threadpool's dns probe): started at the call, recorded at the callback.
@@ -168,7 +206,12 @@ function lookAlike(wrapper, original) {
  */
 function wrapCallbackService(original, tracker) {
   return function lookupService(address, port, callback) {
-    const ctx = guarded(tracker.started, address);
+    let ctx;
+    try {
+      ctx = tracker.started(address);
+    } catch (err) {
+      reportError('sampler:dns', err);
+    }
     if (ctx === undefined) return Reflect.apply(original, this, arguments);
     return callTracked(original, this, [address, port, callback], 2, tracker, ctx);
   };
@@ -186,7 +229,11 @@ function callTracked(original, self, args, cbIndex, tracker, ctx) {
   args[cbIndex] = function (err) {
     if (pending) {
       pending = false;
-      guarded(tracker.record, ctx, err);
+      try {
+        tracker.record(ctx, err);
+      } catch (e) {
+        reportError('sampler:dns', e);
+      }
     }
     return Reflect.apply(cb, this, arguments);
   };
@@ -195,18 +242,18 @@ function callTracked(original, self, args, cbIndex, tracker, ctx) {
   } catch (err) {
     if (pending) {
       pending = false;
-      guarded(tracker.abandoned, ctx);
+      abandon(tracker, ctx);
     }
     throw err;
   }
 }
 
-function guarded(fn, a, b) {
+// tracker.abandoned(ctx), guarded.
+function abandon(tracker, ctx) {
   try {
-    return fn(a, b);
+    tracker.abandoned(ctx);
   } catch (err) {
     reportError('sampler:dns', err);
-    return undefined;
   }
 }
 
