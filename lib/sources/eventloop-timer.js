@@ -28,8 +28,8 @@
 // the same time as its first firing; that timer records the lost interval itself: from the
 // monitor's last firing before the reset (its first firing after the previous restart, which
 // the one-shot timer saw, plus the sum of the intervals it recorded since: count x mean) to now.
-// Mode switches do the same. So an interval's values are in two histograms (the native one, and
-// a RecordableHistogram with the JavaScript ones): `histogram` is a view of their union.
+// Mode switches do the same. So an interval's values are in two places (the native histogram,
+// and LatenessValues with the JavaScript ones): `histogram` is a view of their union.
 
 const FINE_MS = 10;
 const COARSE_MS = 100;
@@ -42,10 +42,104 @@ const AMBIGUOUS_BUSY = 0.5;
 // the loop woke in (seen on Node 24 and 26).
 const ONE_WAKEUP = 2;
 
+// Values LatenessValues keeps as they are; more (an interval far longer than the default second)
+// go into a perf_hooks histogram.
+const KEPT_VALUES = 2048;
+
 /** @returns {number|null} libuv loop iterations so far, null where Node does not tell */
 function loopCount(performance) {
   const info = performance.nodeTiming && performance.nodeTiming.uvMetricsInfo;
   return info && typeof info.loopCount === 'number' ? info.loopCount : null;
+}
+
+/**
+ * The lateness values (ns, integers >= 1) recorded in JavaScript in a sampling interval, with the
+ * read interface of a perf_hooks RecordableHistogram (count, min, max, mean, percentile, reset):
+ * a coarse firing's, the one-shot timer's, a mode switch's; ten a second at most while quiet.
+ * Kept as they are, so exact, where a createHistogram() keeps 3 significant digits in a counts
+ * array for 1 to 2^53 (45,056 counters, 352 KB) that each reset() writes whole (hdr_reset's
+ * memset): that made 0.35 MB resident from the first sample on. Past `kept` values (a long
+ * interval) they move into such a histogram, which keeps any number of values in that size.
+ */
+class LatenessValues {
+  /** @type {number[]} */
+  #values = [];
+  #sorted = true;
+  #sum = 0;
+  #min = Infinity;
+  #max = 0;
+  /** @type {import('perf_hooks').RecordableHistogram | null} where values go past `kept` */
+  #spill = null;
+  #kept;
+
+  /** @param {number} [kept] how many values to keep before they move into a native histogram */
+  constructor(kept = KEPT_VALUES) {
+    this.#kept = kept;
+  }
+
+  /** Records a value (ns, an integer >= 1). */
+  record(ns) {
+    if (this.#spill) {
+      this.#spill.record(ns);
+      return;
+    }
+    const values = this.#values;
+    if (values.length >= this.#kept) {
+      const { createHistogram } = require('perf_hooks');
+      const spill = createHistogram();
+      for (let i = 0; i < values.length; i++) spill.record(values[i]);
+      spill.record(ns);
+      this.#spill = spill;
+      this.#values = [];
+      return;
+    }
+    if (values.length > 0 && ns < values[values.length - 1]) this.#sorted = false;
+    values.push(ns);
+    this.#sum += ns;
+    if (ns < this.#min) this.#min = ns;
+    if (ns > this.#max) this.#max = ns;
+  }
+
+  get count() {
+    return this.#spill ? this.#spill.count : this.#values.length;
+  }
+
+  get min() {
+    if (this.#spill) return this.#spill.min;
+    return this.#values.length > 0 ? this.#min : 0;
+  }
+
+  get max() {
+    return this.#spill ? this.#spill.max : this.#max;
+  }
+
+  get mean() {
+    if (this.#spill) return this.#spill.mean;
+    return this.#values.length > 0 ? this.#sum / this.#values.length : NaN;
+  }
+
+  /** The value at rank round(p/100 x count) (at least 1), as hdr_value_at_percentile maps it. */
+  percentile(p) {
+    if (this.#spill) return this.#spill.percentile(p);
+    const values = this.#values;
+    const n = values.length;
+    if (n === 0) return 0;
+    if (!this.#sorted) {
+      values.sort((a, b) => a - b);
+      this.#sorted = true;
+    }
+    const k = Math.floor((Math.min(p, 100) / 100) * n + 0.5);
+    return values[Math.min(n, Math.max(1, k)) - 1];
+  }
+
+  reset() {
+    this.#values = [];
+    this.#sorted = true;
+    this.#sum = 0;
+    this.#min = Infinity;
+    this.#max = 0;
+    this.#spill = null;
+  }
 }
 
 /**
@@ -65,7 +159,7 @@ class LatenessUnion {
   /**
    * @param {import('perf_hooks').Histogram} native
    * @param {number} offsetNs what native records for no lateness
-   * @param {import('perf_hooks').RecordableHistogram} recorded
+   * @param {LatenessValues | import('perf_hooks').RecordableHistogram} recorded
    * @param {() => void} [onReset] called by reset() instead of native.reset()
    */
   constructor(native, offsetNs, recorded, onReset) {
@@ -203,7 +297,7 @@ class LoopTimer {
    * @param {number} [options.coarseMs] the period while it is quiet (100); equal to fineMs: never coarse
    */
   constructor(options = {}) {
-    const { createHistogram, monitorEventLoopDelay, performance } = require('perf_hooks');
+    const { monitorEventLoopDelay, performance } = require('perf_hooks');
     this.#performance = performance;
     this.#fineMs = Math.max(1, Math.round(options.fineMs || FINE_MS));
     this.#coarseMs = Math.max(this.#fineMs, options.coarseMs || COARSE_MS);
@@ -213,7 +307,7 @@ class LoopTimer {
     // (see supportsSamplePerIteration in eventloop.js). Its libuv timer is unref'd (Node's
     // IntervalHistogram::OnStart).
     this.#native = monitorEventLoopDelay({ resolution: this.#fineMs });
-    this.histogram = new LatenessUnion(this.#native, this.#fineMs * 1e6, createHistogram(), () => this.#resetNative());
+    this.histogram = new LatenessUnion(this.#native, this.#fineMs * 1e6, new LatenessValues(), () => this.#resetNative());
     // Fine at first: startup is busy, and an interval as short as a process that ends at once
     // still gets firings; a quiet second turns it coarse.
     this.#startFine(performance.now());
@@ -358,4 +452,4 @@ function createLoopTimer(options) {
   return new LoopTimer(options);
 }
 
-module.exports = { createLoopTimer, FINE_MS, COARSE_MS, MAX_WAKEUPS, _internal: { LatenessUnion } };
+module.exports = { createLoopTimer, FINE_MS, COARSE_MS, MAX_WAKEUPS, _internal: { LatenessUnion, LatenessValues } };

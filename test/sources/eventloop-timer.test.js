@@ -163,7 +163,7 @@ describe('samplers/eventloop: timer mode, quiet and busy periods', function () {
 
 describe('samplers/eventloop: the union of native and recorded lateness (LatenessUnion)', () => {
   const { createHistogram } = require('perf_hooks');
-  const { LatenessUnion } = require('../../lib/sources/eventloop-timer')._internal;
+  const { LatenessUnion, LatenessValues } = require('../../lib/sources/eventloop-timer')._internal;
   const { _internal: { addToBuckets } } = require('../../lib/sources/eventloop');
   const { Histogram } = require('../../lib/core/histogram');
   const { EVENTLOOP_BUCKETS } = require('../../lib/snapshot/catalog');
@@ -173,7 +173,7 @@ describe('samplers/eventloop: the union of native and recorded lateness (Latenes
   function build(nativeLate, recordedLate, zeros) {
     const native = createHistogram();
     for (const ns of nativeLate) native.record(P + ns);
-    const recorded = createHistogram();
+    const recorded = new LatenessValues();
     const u = new LatenessUnion(/** @type {any} */ (native), P, recorded);
     for (const ns of recordedLate) u.record(ns);
     u.zeros += zeros;
@@ -212,4 +212,47 @@ describe('samplers/eventloop: the union of native and recorded lateness (Latenes
       assert.equal(u.count, 0);
     });
   }
+});
+
+describe('samplers/eventloop: lateness values recorded in JavaScript (LatenessValues)', () => {
+  const { LatenessValues } = require('../../lib/sources/eventloop-timer')._internal;
+
+  // Ground truth: the values the test records; kept ones read back exactly, spilled ones (past
+  // `kept`, into a perf_hooks histogram) within its 3 significant digits.
+  function check(v, values, tolerance) {
+    const all = [...values].sort((a, b) => a - b);
+    const n = all.length;
+    const near = (got, want, msg) => assert.ok(Math.abs(got - want) <= tolerance * want, `${msg}: ${got} vs ${want}`);
+    assert.equal(v.count, n);
+    near(v.min, all[0], 'min');
+    near(v.max, all[n - 1], 'max');
+    near(v.mean, all.reduce((a, b) => a + b, 0) / n, 'mean');
+    for (let k = 1; k <= n; k++) near(v.percentile((100 * k) / n), all[k - 1], `rank ${k}`);
+    for (const p of [1, 50, 90, 99, 100]) near(v.percentile(p), all[Math.max(1, Math.floor((p / 100) * n + 0.5)) - 1], `p${p}`);
+  }
+  const values = [95e6, 2e6, 300e3, 2.6e9, 6e6, 6e6, 1, 150e6, 12345];
+
+  it('keeps the values as they are, in any order, until reset', () => {
+    const v = new LatenessValues();
+    assert.equal(v.count, 0);
+    assert.ok(Number.isNaN(v.mean));
+    for (const ns of values.slice(0, 4)) v.record(ns);
+    check(v, values.slice(0, 4), 0);
+    for (const ns of values.slice(4)) v.record(ns);
+    check(v, values, 0);
+    v.reset();
+    assert.equal(v.count, 0);
+    v.record(7e6);
+    check(v, [7e6], 0);
+  });
+
+  it('moves past `kept` values into a native histogram, and keeps them as they are again after reset', () => {
+    const v = new LatenessValues(4);
+    for (const ns of values) v.record(ns);
+    check(v, values, 0.001);
+    v.reset();
+    assert.equal(v.count, 0);
+    for (const ns of values.slice(0, 3)) v.record(ns);
+    check(v, values.slice(0, 3), 0);
+  });
 });
