@@ -96,5 +96,9 @@ describe('sources/threadpool/sampler', function () {
     assert.equal(out.queuedFs, 2);
     assert.equal(out.workWait.count, 1);
     assert.ok(out.workWait.sum > 0.38 && out.workWait.sum < out.heldMs / 1000 + 0.05, `work probe waited ${out.workWait.sum} s; threads were held ${out.heldMs} ms`);
+    // Sampled again while the work probe (an fs.access of uvscope's own) waits behind the reads:
+    // Node lists 7 FSReqCallback, the app's figures are its 6 reads. (queued: the dns probe, stuck
+    // too, counts as pending dns, as docs/metrics.md says.)
+    assert.deepEqual(out.stuck, { workInFlight: 1, pendingFs: 6, fsRequests: 6, listed: 7 });
   });
 });
