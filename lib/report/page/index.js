@@ -39,7 +39,7 @@ function staticReport({ snapshot, history = [], generatedAt = Date.now() }) {
  * entry's numbers are kept in a row of typed columns (lib/findings/columns.js), its keys once in a
  * shape shared by every entry of that shape: as objects an entry was 7 objects and ~6 heap
  * numbers, ~470 bytes alive for the history's 5 minutes (30 s at a 100 ms interval), ~140 KB for
- * a full history; a row is 24 cells of 9 bytes, written again in place when the entry leaves.
+ * a full history; a row is 18 cells of 9 bytes, written again in place when the entry leaves.
  * list() builds the entries again as summarize() gave them (the same keys in the same order, the
  * same values). An entry of no shape kept (more leaves than a row, an array in it, more than
  * MAX_SHAPES shapes) is kept as it is.
@@ -110,9 +110,10 @@ class History {
   }
 }
 
-// Cells of a row: an entry's numbers (time, pid, pending and queued by kind, two probes' sum,
-// count and in flight, the loop's max, p99 and utilization: 18 with Node's five kinds listed).
-const ROW_CELLS = 24;
+// Cells of a row: an entry's numbers (time, pid, pending by kind (dns and fs, and crypto, zlib and
+// other while the tracer is armed), queued (dns, fs), two probes' sum, count and in flight, the
+// loop's max, p99 and utilization): 18 at most from uvscope's own samplers.
+const ROW_CELLS = 18;
 // Shapes kept: the kinds and probes listed change as work starts (a probe's figures are null
 // until its first reading), a few times in a process's life.
 const MAX_SHAPES = 16;
