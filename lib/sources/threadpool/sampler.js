@@ -58,7 +58,7 @@ function createThreadpoolSampler(options = {}) {
   // MiB of V8's heap, after two full GCs). access is not one of the calls libuv may hand to
   // io_uring instead of the pool. Node lists it (FSReqCallback) while in flight: the request is
   // counted as uvscope's own (lib/sources/resources.js) and left out of what the samplers report.
-  const workJob = options.workJob || fsAccessJob(require('fs').access);
+  const workJob = options.workJob || (fsReadAllowed('/') ? fsAccessJob(require('fs').access) : randomFillJob());
   let size;
   let dnsSlots;
   let closed = false;
@@ -68,7 +68,7 @@ function createThreadpoolSampler(options = {}) {
 
   const probes = {
     dns: createProbe('probe:dns', (done) => lookupService(probeAddress, 0, done)),
-    work: createProbe('probe:work', workJob),
+    work: workJob ? createProbe('probe:work', workJob) : null,
   };
 
   return {
@@ -162,6 +162,25 @@ function fsAccessJob(access) {
 }
 
 const FS_PROBE_TYPE = 'FSReqCallback';
+
+// Whether the process may read path: false only under Node's permission model without that read
+// (fs.access then fails at once with ERR_ACCESS_DENIED, no pool job).
+function fsReadAllowed(path) {
+  const permission = /** @type {any} */ (process).permission;
+  try {
+    return !permission || typeof permission.has !== 'function' || permission.has('fs.read', path);
+  } catch {
+    return true;
+  }
+}
+
+// The work probe where the fs one cannot run (the permission model denies reading '/'): a 1-byte
+// crypto.randomFill, crypto loaded at its first launch; none in a Node built without crypto.
+function randomFillJob() {
+  if (!process.versions.openssl) return null;
+  let randomFill = null;
+  return (done) => (randomFill || (randomFill = require('crypto').randomFill))(Buffer.allocUnsafe(1), done);
+}
 
 /**
  * A probe: one job at a time, its submit-to-callback time recorded in a histogram.
