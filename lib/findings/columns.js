@@ -21,10 +21,12 @@ class Columns {
   /**
    * @param {number} rows how many views the window holds at most (more grow the arrays)
    * @param {number} width the columns of a row
+   * @param {number} [max] rows it grows to at most (row() doubles the arrays up to it)
    */
-  constructor(rows, width) {
+  constructor(rows, width, max = Infinity) {
     this.width = width;
-    this.rows = Math.max(1, rows);
+    this.max = max;
+    this.rows = Math.max(1, Math.min(rows, max));
     this.used = 0;
     this.values = new Float64Array(this.rows * width);
     this.kinds = new Uint8Array(this.rows * width);
@@ -36,14 +38,16 @@ class Columns {
   row() {
     if (this.used === this.rows) {
       // Not in the engine (its window never holds more than the rows it asked for); a view made
-      // on its own (tests calling summarize()) has a row of its own.
-      const values = new Float64Array(this.rows * 2 * this.width);
-      const kinds = new Uint8Array(this.rows * 2 * this.width);
+      // on its own (tests calling summarize()) has a row of its own. The page's history grows to
+      // its max as it fills.
+      const rows = Math.max(this.used + 1, Math.min(this.rows * 2, this.max));
+      const values = new Float64Array(rows * this.width);
+      const kinds = new Uint8Array(rows * this.width);
       values.set(this.values);
       kinds.set(this.kinds);
       this.values = values;
       this.kinds = kinds;
-      this.rows *= 2;
+      this.rows = rows;
     }
     return this.used++ * this.width;
   }

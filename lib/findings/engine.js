@@ -73,7 +73,13 @@ class FindingsEngine {
     const summary = summarize(sample, this.#previous, this.#previousTime, leaving, this.#spareHosts, this.#cells);
     if (KEEPING.length) {
       const own = summary.own || (summary.own = {});
-      for (let i = 0; i < KEEPING.length; i++) own[KEEPING[i].id] = KEEPING[i].interval(sample, own[KEEPING[i].id], summary);
+      // A rule that reads only the latest interval's figures (latestOnly) is handed the one it
+      // kept for the interval before: every summary of the window then holds the same object.
+      const before = window.length > 0 ? window[window.length - 1].own : null;
+      for (let i = 0; i < KEEPING.length; i++) {
+        const rule = KEEPING[i];
+        own[rule.id] = rule.interval(sample, rule.latestOnly && before ? before[rule.id] : own[rule.id], summary);
+      }
     }
     // Only what the next summary reads of this one (the probes' cumulative waits): keeping the
     // whole sample would keep every hostname's figures alive for one more interval.

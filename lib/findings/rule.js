@@ -46,6 +46,9 @@
  *   the window (or undefined): an object of its own it may overwrite and return, so that a full
  *   window makes no new objects (never one a sample handed it: those are frozen). summary is the
  *   interval's summary (its row of the window's columns: pool.js cpuFigures keeps its numbers there)
+ * @property {boolean} [latestOnly] evaluate() reads only the latest summary's own[id]: kept is then
+ *   what interval() returned for the interval before, so that the window holds one object for the
+ *   rule rather than one per interval (600 at a 100 ms interval)
  */
 
 const DOC_FIELDS = Object.freeze(['means', 'impact', 'advice', 'example']);

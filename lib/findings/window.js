@@ -235,9 +235,9 @@ function compactHosts(dns, spare) {
     const h = hosts[i];
     if (!isActive(h)) continue;
     if (out === NO_HOSTS) out = [];
-    const c = (spare && spare.take()) || {};
-    // What the rules read; add a field here to read it (in this order: a figure taken from spare
-    // has these fields in it already).
+    const c = (spare && spare.take()) || newHostFigure();
+    // What the rules read; add a field here to read it, and to newHostFigure() (in this order: a
+    // figure taken from spare has these fields in it already).
     c.name = h.name;
     c.lookups = h.lookups;
     c.duplicates = h.duplicates;
@@ -256,6 +256,17 @@ function compactHosts(dns, spare) {
     out.push(c);
   }
   return out;
+}
+
+// A compact host figure with every field compactHosts() sets, in its order: made as one literal,
+// the 13 fields are inside the object; assigned one by one to a `{}` (as before), all but 4 went to
+// a separate property array (~86 bytes more a figure, and the window keeps ~600 of them: 50 names in
+// 12 buckets).
+function newHostFigure() {
+  return {
+    name: '', lookups: 0, duplicates: 0, maxDuplicates: 0, maxInFlight: 0, timeouts: 0, maxSeconds: 0,
+    seconds: 0, queueWaitSeconds: 0, queuedLookups: 0, noCacheSeconds: 0, noCacheQueueWait: 0, intervals: 0,
+  };
 }
 
 /**

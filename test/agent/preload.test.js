@@ -162,6 +162,36 @@ describe('the preload loads only what must precede the app\'s first line', funct
     assert.equal(files.includes('lib/sources/eventloop-timer.js'), mode === 'timer', `mode ${mode}`);
   });
 
+  // The threadpool's work probe was a 1-byte crypto.randomFill: crypto (OpenSSL and its modules,
+  // 2.5 MiB of RSS on Node 20, 3.9 on Node 24) in an app that never used it. It is an fs.access now.
+  // Run from a file: \`node -e\` loads crypto itself.
+  it('an app that looks names up while sampled at 100 ms (the pool busy, its probes launched) loads no crypto', async () => {
+    const dir = fs.mkdtempSync(path.join(require('os').tmpdir(), 'uvscope-preload-'));
+    const app = path.join(dir, 'app.js');
+    fs.writeFileSync(app, `
+      const dns = require('dns');
+      let lookups = 0;
+      const more = () => dns.lookup('localhost', () => { lookups++; });
+      const timer = setInterval(() => { for (let i = 0; i < 8; i++) more(); }, 20);
+      setTimeout(() => {
+        clearInterval(timer);
+        const agent = require(${JSON.stringify(ROOT)}).getAgent();
+        const work = agent.sampleNow().points.find((p) => p.name === 'nodejs.uv.threadpool.queue_wait' && p.attributes['nodejs.uv.threadpool.queue'] === 'work');
+        console.log(JSON.stringify({ lookups, probes: work.histogram.count, crypto: process.moduleLoadList.includes('NativeModule crypto') }));
+        require(${JSON.stringify(ROOT)}).stop();
+      }, 1500);
+    `);
+    try {
+      const r = await runNode(['--require', REGISTER, app], { env: { UVSCOPE_EXPORTERS: 'none', UVSCOPE_INTERVAL_MS: '100' } });
+      assert.equal(r.code, 0, r.stderr);
+      const out = lastJson(r.stdout);
+      assert.ok(out.lookups > 100 && out.probes > 0, JSON.stringify(out));
+      assert.equal(out.crypto, false, JSON.stringify(out));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a require hook installed after the preload (an APM tool\'s) still sees the packages and builtins uvscope loads later', async () => {
     // Wraps Module.prototype.require after uvscope's preload, as require-in-the-middle does.
     const r = await runNode(['--require', REGISTER, '-e', `

@@ -37,6 +37,25 @@ describe('the page history (lib/report/page)', () => {
       history.add(s);
       const expected = added.slice(-4).map((x) => JSON.stringify(summarize(x)));
       assert.deepEqual(history.list().map((e) => JSON.stringify(e)), expected, `after ${i + 1} snapshots`);
+      // The same objects too (an undefined figure a key of its own, as summarize() gives it).
+      assert.deepStrictEqual(history.list(), added.slice(-4).map((x) => summarize(x)), `after ${i + 1} snapshots`);
+    }
+  });
+
+  it('keeps what it was given past its first rows, with many shapes, odd values and more than its max', () => {
+    // 50 entries (its typed rows grow from 16 to 50), kinds in 24 orders (more shapes than it
+    // keeps: those entries are kept as they are), a pid, a string and a null where numbers were.
+    const history = createHistory({ max: 50 });
+    const added = [];
+    const kinds = ['dns', 'fs', 'crypto', 'zlib'];
+    for (let i = 0; i < 130; i++) {
+      const order = [...kinds].sort((a, b) => ((a.charCodeAt(0) * (i % 24 + 1)) % 7) - ((b.charCodeAt(0) * (i % 24 + 1)) % 7) || (a < b ? -1 : 1));
+      const s = snapshot(5000 + i * 10, { kinds: i % 5 === 0 ? kinds : order, queues: i % 4 === 0 ? ['work'] : ['dns', 'work'], pid: i % 3 ? 42 : undefined });
+      if (i % 7 === 0) s.points.push({ name: 'nodejs.eventloop.utilization', attributes: {}, value: i % 14 === 0 ? 'n/a' : null });
+      if (i % 11 === 0) s.points.push({ name: 'nodejs.uv.threadpool.pending', attributes: { 'nodejs.uv.threadpool.kind': 'other' }, value: -0 });
+      added.push(s);
+      history.add(s);
+      assert.deepStrictEqual(history.list(), added.slice(-50).map((x) => summarize(x)), `after ${i + 1} snapshots`);
     }
   });
 });

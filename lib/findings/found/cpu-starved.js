@@ -61,7 +61,7 @@ function figuresOf(window, hot, poolHot) {
     utilization: hot.some((s) => own(s).utilization !== null) ? sum(hot, (s) => own(s).utilization) / hot.length : null,
     demand: pool.available ? pool.computing + pool.runnable + mainCpu + mainWait : null,
     maxDelay: Math.max(0, ...hot.map((s) => s.delayMax || 0)),
-    // the agent's work probe (a 1-byte randomFill, microseconds of CPU): submission to callback
+    // the agent's work probe (an fs.access of '/', microseconds of CPU): submission to callback
     maxProbeWait: probeWaits.length ? Math.max(...probeWaits) : null,
     jobs,
     fsJobs: jobs.byKind.get('fs'),

@@ -21,6 +21,8 @@ module.exports = defineRule({
     advice: 'the `--max-old-space-size` to use (75 % of the limit)',
     example: '`--max-old-space-size=512` in a 256 MiB container: "The V8 heap may grow to 560 MiB but the container allows 256 MiB: the process is OOM-killed before V8 collects garbage hard or reports heap exhaustion.", with the advice `--max-old-space-size=192`',
   },
+  // evaluate() reads the latest interval's limits only: one object for the whole window.
+  latestOnly: true,
   interval(sample, kept) {
     const value = (name) => {
       const p = findPoint(sample.points, name);
@@ -28,8 +30,7 @@ module.exports = defineRule({
     };
     const out = kept || { heapLimit: undefined, containerLimit: undefined };
     // Stored only when they change: the limits are numbers above 2^31 (a heap number each, from
-    // the sample) that stay the same, and a kept one would otherwise hold this sample's for the
-    // window's 60 s (600 of them at a 100 ms interval, each surviving scavenges).
+    // the sample) that stay the same, and a kept one would otherwise hold this sample's.
     const heapLimit = value('v8js.memory.heap.limit');
     if (out.heapLimit !== heapLimit) out.heapLimit = heapLimit;
     const containerLimit = value('nodejs.memory.constrained');

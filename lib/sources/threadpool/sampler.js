@@ -7,6 +7,7 @@ const { QUEUE_WAIT_BUCKETS } = require('./metrics');
 const { reportError } = require('../../core/errors');
 const { createTracer } = require('./tracer');
 const { createPoolThreads } = require('./pool-threads');
+const { ownRequestStarted, ownRequestEnded } = require('../resources');
 
 // What Node shows of threadpool work through process.getActiveResourcesInfo(). Async crypto
 // (pbkdf2, scrypt, randomFill, keygen...), zlib and user addons' uv_queue_work are not listed
@@ -36,7 +37,8 @@ const BUSY_THREADS = 0.05;
  * @param {Function} [options.lookupService] dns.lookupService-compatible (the agent passes its own,
  *   which the DNS sampler's slot model sees)
  * @param {string} [options.probeAddress] an address getnameinfo answers locally (from /etc/hosts)
- * @param {Function} [options.randomFill] crypto.randomFill (a job on the general queue)
+ * @param {(done: (err?: Error|null) => void) => void} [options.workJob] submits one job on the
+ *   general queue and calls done at its callback (tests); by default an fs.access of '/'
  * @param {object} [options.tracer] tracer settings ({ mode, thresholdMs, windowMs, cooldownMs });
  *   see lib/sources/threadpool/tracer.js
  * @param {{ read(): object }} [options.poolThreads] busy pool threads (lib/sources/threadpool/pool-threads.js)
@@ -49,11 +51,14 @@ function createThreadpoolSampler(options = {}) {
   // its address with the IPv4 expression only.
   const lookupService = options.lookupService || require('dns').lookupService;
   const probeAddress = options.probeAddress || '127.0.0.1';
-  // crypto loads with the first work probe, not with the agent: loading it costs an app that does
-  // not use it 2.4 MB of RSS (OpenSSL; Node 20), and an idle pool is not probed where busy
-  // threads can be read. A Node built without crypto has no work probe.
-  let randomFill = options.randomFill || null;
-  const hasRandomFill = Boolean(randomFill || process.versions.openssl);
+  // The work probe is an fs.access of '/': an fs request goes to the pool's general queue as async
+  // crypto does (only getaddrinfo and getnameinfo are slow I/O), and fs is loaded in every app.
+  // It was a 1-byte crypto.randomFill, and loading crypto for it cost an app that does not use it
+  // 2.5 MiB of RSS on Node 20 and 3.9 on Node 24 (OpenSSL and the crypto modules: +0.37 and +0.58
+  // MiB of V8's heap, after two full GCs). access is not one of the calls libuv may hand to
+  // io_uring instead of the pool. Node lists it (FSReqCallback) while in flight: the request is
+  // counted as uvscope's own (lib/sources/resources.js) and left out of what the samplers report.
+  const workJob = options.workJob || (fsReadAllowed('/') ? fsAccessJob(require('fs').access) : randomFillJob());
   let size;
   let dnsSlots;
   let closed = false;
@@ -63,7 +68,7 @@ function createThreadpoolSampler(options = {}) {
 
   const probes = {
     dns: createProbe('probe:dns', (done) => lookupService(probeAddress, 0, done)),
-    work: hasRandomFill ? createProbe('probe:work', (done) => (randomFill || (randomFill = require('crypto').randomFill))(Buffer.allocUnsafe(1), done)) : null,
+    work: workJob ? createProbe('probe:work', workJob) : null,
   };
 
   return {
@@ -124,7 +129,7 @@ function createThreadpoolSampler(options = {}) {
  * getaddrinfo) only then: every job that takes a DNS slot is one Node lists
  * (GetAddrInfoReqWrap, GetNameInfoReqWrap), and a pool full of other work shows in the work
  * probe's wait first. Where busy threads cannot be read (libuv before 1.50 does not name them:
- * Node 20) the work probe (a 1-byte randomFill) still runs at every sample, as work Node does not
+ * Node 20) the work probe (an fs.access) still runs at every sample, as work Node does not
  * list (crypto, zlib, addons) can fill the pool. A pool that has not started (named threads, none
  * yet) has no queue: the agent does not start it.
  * @param {Record<string, number>} pending
@@ -138,6 +143,43 @@ function probesDue(pending, busy, waitSeconds) {
   const busyThreads = busy.available && busy.computing + (busy.runnable || 0) >= BUSY_THREADS;
   if (listed || waitSeconds >= CONTENDED_WAIT_S || busyThreads) return { dns: true, work: true };
   return { dns: false, work: !busy.available && busy.workers !== 0 };
+}
+
+/**
+ * The work probe's job: an fs.access of '/' (fs.access as the agent found it, before the app
+ * could patch it), counted as uvscope's own FSReqCallback while in flight.
+ * @param {Function} access
+ * @returns {(done: (err?: Error|null) => void) => void}
+ */
+function fsAccessJob(access) {
+  return (done) => {
+    access('/', (err) => {
+      ownRequestEnded(FS_PROBE_TYPE);
+      done(err);
+    });
+    ownRequestStarted(FS_PROBE_TYPE);
+  };
+}
+
+const FS_PROBE_TYPE = 'FSReqCallback';
+
+// Whether the process may read path: false only under Node's permission model without that read
+// (fs.access then fails at once with ERR_ACCESS_DENIED, no pool job).
+function fsReadAllowed(path) {
+  const permission = /** @type {any} */ (process).permission;
+  try {
+    return !permission || typeof permission.has !== 'function' || permission.has('fs.read', path);
+  } catch {
+    return true;
+  }
+}
+
+// The work probe where the fs one cannot run (the permission model denies reading '/'): a 1-byte
+// crypto.randomFill, crypto loaded at its first launch; none in a Node built without crypto.
+function randomFillJob() {
+  if (!process.versions.openssl) return null;
+  let randomFill = null;
+  return (done) => (randomFill || (randomFill = require('crypto').randomFill))(Buffer.allocUnsafe(1), done);
 }
 
 /**

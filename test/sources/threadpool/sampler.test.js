@@ -96,5 +96,42 @@ describe('sources/threadpool/sampler', function () {
     assert.equal(out.queuedFs, 2);
     assert.equal(out.workWait.count, 1);
     assert.ok(out.workWait.sum > 0.38 && out.workWait.sum < out.heldMs / 1000 + 0.05, `work probe waited ${out.workWait.sum} s; threads were held ${out.heldMs} ms`);
+    // Sampled again while the work probe (an fs.access of uvscope's own) waits behind the reads:
+    // Node lists 7 FSReqCallback, the app's figures are its 6 reads. (queued: the dns probe, stuck
+    // too, counts as pending dns, as docs/metrics.md says.)
+    assert.deepEqual(out.stuck, { workInFlight: 1, pendingFs: 6, fsRequests: 6, listed: 7 });
+  });
+
+  it('the work probe is an fs.access, and a crypto.randomFill where the permission model denies reading /', async () => {
+    // The app: two samples 300 ms apart, the first with fs work of the app's pending (so that the
+    // probes are due where busy threads are read), then whether crypto was loaded and how many
+    // work probes completed.
+    const app = `
+      const uvscope = require(${JSON.stringify(path.join(__dirname, '..', '..', '..'))});
+      const agent = uvscope.start({ exporters: 'none', intervalMs: 3600000 });
+      for (let i = 0; i < 4; i++) require('fs').stat(__filename, () => {});
+      agent.sampleNow();
+      setTimeout(() => {
+        const w = agent.sampleNow().points.find((p) => p.name === 'nodejs.uv.threadpool.queue_wait' && p.attributes['nodejs.uv.threadpool.queue'] === 'work');
+        console.log(JSON.stringify({ crypto: process.moduleLoadList.includes('NativeModule crypto'), probes: w.histogram.count }));
+        uvscope.stop();
+      }, 300);`;
+    const fs = require('fs');
+    const os = require('os');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'uvscope-permission-'));
+    const file = path.join(dir, 'app.js');
+    fs.writeFileSync(file, app);
+    const flag = Number(process.versions.node.split('.')[0]) >= 22 ? '--permission' : '--experimental-permission';
+    const repo = path.join(__dirname, '..', '..', '..');
+    try {
+      const plain = await runNode([file]);
+      assert.equal(plain.code, 0, plain.stderr);
+      assert.deepEqual(lastJson(plain.stdout), { crypto: false, probes: 1 });
+      const denied = await runNode([flag, `--allow-fs-read=${dir}`, `--allow-fs-read=${repo}`, file]);
+      assert.equal(denied.code, 0, denied.stderr);
+      assert.deepEqual(lastJson(denied.stdout), { crypto: true, probes: 1 });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
