@@ -3,6 +3,7 @@
 const RULES = require('./index');
 const { summarize, windowColumns, mergeHosts, isActive, blockedInInterval, HostPool, HOST_BUCKETS } = require('./window');
 const { poolHeld } = require('./pool');
+const { findPoint } = require('../snapshot/snapshot');
 
 // The engine's own limits; each rule declares its own (lib/findings/rules/*.js).
 const ENGINE_LIMITS = Object.freeze({
@@ -43,6 +44,10 @@ class FindingsEngine {
   #callers = new Map(); // name -> { callers, time }
   #previous = null;
   #previousTime;
+  // loopLate() of the previous interval, and each hostname's lookups in flight at the previous
+  // sample (discountLoopWait()).
+  #lastLate = 0;
+  #inFlight = new InFlightBefore();
   #context;
   #spareHosts = new HostPool();
   // The summaries' numbers, a row per summary of the full window (lib/findings/columns.js).
@@ -89,9 +94,16 @@ class FindingsEngine {
     // Likewise while the loop is blocked (eventloop-blocked's own test of an interval): a lookup
     // is timed from the call to its callback, and the callback waits for the loop however fast
     // DNS answered, so that time is the loop's, which eventloop-blocked names.
-    if (summary.poolHeld || blockedInInterval(summary, lim) > 0) {
+    const blocked = blockedInInterval(summary, lim);
+    if (summary.poolHeld || blocked > 0) {
       for (let i = 0; i < summary.hosts.length; i++) summary.hosts[i].noCacheSeconds = summary.hosts[i].noCacheQueueWait = 0;
     }
+    // In other intervals the callbacks wait for the loop too, only less: what that explains is
+    // taken from each lookup (discountLoopWait()).
+    const late = loopLate(summary, sample);
+    if (!summary.poolHeld && blocked === 0) discountLoopWait(summary.hosts, Math.max(late, this.#lastLate), this.#inFlight);
+    this.#inFlight.update(summary.hosts);
+    this.#lastLate = late;
     mergeHosts(window, lim.windowMs / HOST_BUCKETS, this.#spareHosts);
     this.#keepCallers(sample);
     this.#context.resolver = sample.details.resolver;
@@ -124,6 +136,89 @@ class FindingsEngine {
     });
   }
 }
+
+/**
+ * Takes from each hostname's dns-no-cache cost (noCacheSeconds, noCacheQueueWait) what the event
+ * loop's lateness explains, in an interval the loop was not blocked in as eventloop-blocked tests
+ * it. A lookup is timed from the call to its callback, and the callback runs when the loop gets
+ * to it, however fast DNS answered: after the rest of the loop's iteration if its answer came
+ * while the loop was busy, whatever kept the loop busy (the app's CPU work, or its thread waiting
+ * for a CPU on an overloaded host). Likewise the slot model (lib/sources/dns/slots.js) frees a
+ * DNS slot at the callback of the lookup that held it, so a queued lookup's wait holds that too.
+ * `late` (loopLate()) is taken once per lookup that called back in the interval (from the
+ * seconds) and once per queued one (from the wait); what is left is time beyond the loop's, which
+ * a cache saves. The lab's zooz (handlers burning 25 ms each, localhost from /etc/hosts) is left
+ * with nothing or nearly; klarna (50 ms answers, a loop late by 10 ms and busy 6 % of the time)
+ * loses 1.4 % of its seconds.
+ * @param {readonly object[]} hosts an interval's compact host figures (window.js compactHosts)
+ * @param {number} late seconds per lookup: loopLate() of this interval or the last, the longer (a
+ *   lookup that called back in this interval may have started in the last)
+ * @param {InFlightBefore} before each hostname's lookups in flight at the last sample
+ */
+function discountLoopWait(hosts, late, before) {
+  if (!(late > 0)) return;
+  for (let i = 0; i < hosts.length; i++) {
+    const h = hosts[i];
+    // The lookups that called back: those in flight at the last sample or started since, less
+    // those still in flight (`lookups` counts the lookups started in the interval).
+    const calledBack = Math.max(0, h.lookups + before.of(h.name) - h.inFlight);
+    h.noCacheSeconds = Math.max(0, h.noCacheSeconds - calledBack * late);
+    // (a part of the lookups' time: never more than what is left of it)
+    h.noCacheQueueWait = Math.min(h.noCacheSeconds, Math.max(0, h.noCacheQueueWait - h.queuedLookups * late));
+  }
+}
+
+/**
+ * How long a callback that became ready in the interval waited for the loop, on average at most:
+ * the loop's longest delay (the longest rest of an iteration it can have waited for) times the
+ * share of the interval the loop was busy (its utilization: an answer that came while the loop
+ * was idle ran at once; busy throughout where the sample does not tell). An app whose handlers
+ * keep the loop busy is charged its longest delay per lookup; a quiet loop with one long
+ * iteration (a GC, say) little.
+ * @param {object} summary the interval's summary (its delayMax)
+ * @param {{ points: readonly object[] }} sample
+ * @returns {number} seconds
+ */
+function loopLate(summary, sample) {
+  const elu = findPoint(sample.points, 'nodejs.eventloop.utilization');
+  const busy = elu && typeof elu.value === 'number' && elu.value >= 0 && elu.value <= 1 ? elu.value : 1;
+  return (summary.delayMax || 0) * busy;
+}
+
+/**
+ * Each hostname's lookups in flight at the last sample. A name missing from that sample's active
+ * hostnames had none in flight then (one with lookups in flight at a sample is active in the next
+ * interval: its figures start with maxInFlight at that count). An entry per name, reused; the Map
+ * is dropped only past IN_FLIGHT_NAMES_MAX names.
+ */
+class InFlightBefore {
+  #entries = new Map(); // name -> { inFlight, seq }
+  #seq = 0;
+
+  /** @param {string} name */
+  of(name) {
+    const e = this.#entries.get(name);
+    return e !== undefined && e.seq === this.#seq ? e.inFlight : 0;
+  }
+
+  /** @param {readonly object[]} hosts this sample's compact host figures */
+  update(hosts) {
+    const entries = this.#entries;
+    if (entries.size > IN_FLIGHT_NAMES_MAX) entries.clear();
+    const seq = ++this.#seq;
+    for (let i = 0; i < hosts.length; i++) {
+      const e = entries.get(hosts[i].name);
+      if (e !== undefined) {
+        e.inFlight = hosts[i].inFlight;
+        e.seq = seq;
+      } else {
+        entries.set(hosts[i].name, { inFlight: hosts[i].inFlight, seq });
+      }
+    }
+  }
+}
+
+const IN_FLIGHT_NAMES_MAX = 4096;
 
 /**
  * A findings engine over a window of samples.
