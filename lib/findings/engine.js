@@ -187,9 +187,10 @@ function loopLate(summary, sample) {
 
 /**
  * Each hostname's lookups in flight at the last sample. A name missing from that sample's active
- * hostnames had none in flight then (one with lookups in flight at a sample is active in the next
- * interval: its figures start with maxInFlight at that count). An entry per name, reused; the Map
- * is dropped only past IN_FLIGHT_NAMES_MAX names.
+ * hostnames had none in flight then: lookups in flight at a sample were started in its interval
+ * (`lookups` > 0) or were in flight at its start (its `maxInFlight` starts at that count), and
+ * either makes the name active. An entry per name, reused; the Map is dropped only past
+ * IN_FLIGHT_NAMES_MAX names.
  */
 class InFlightBefore {
   #entries = new Map(); // name -> { inFlight, seq }
