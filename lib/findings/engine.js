@@ -44,9 +44,11 @@ class FindingsEngine {
   #callers = new Map(); // name -> { callers, time }
   #previous = null;
   #previousTime;
-  // loopLate() of the previous interval, and each hostname's lookups in flight at the previous
-  // sample (discountLoopWait()).
+  // The previous interval's loop figures (its longest delay times its busy share, the share, its
+  // length) and each hostname's lookups in flight at the previous sample (discountLoopWait()).
   #lastLate = 0;
+  #lastShare = 0;
+  #lastSeconds = 0;
   #inFlight = new InFlightBefore();
   #context;
   #spareHosts = new HostPool();
@@ -100,10 +102,15 @@ class FindingsEngine {
     }
     // In other intervals the callbacks wait for the loop too, only less: what that explains is
     // taken from each lookup (discountLoopWait()).
-    const late = loopLate(summary, sample);
-    if (!summary.poolHeld && blocked === 0) discountLoopWait(summary.hosts, Math.max(late, this.#lastLate), this.#inFlight);
+    const share = busyShare(sample);
+    const late = (summary.delayMax || 0) * share;
+    if (!summary.poolHeld && blocked === 0) {
+      discountLoopWait(summary.hosts, Math.max(late, this.#lastLate), summary.seconds * share, this.#lastShare, this.#lastSeconds, this.#inFlight);
+    }
     this.#inFlight.update(summary.hosts);
     this.#lastLate = late;
+    this.#lastShare = share;
+    this.#lastSeconds = summary.seconds;
     mergeHosts(window, lim.windowMs / HOST_BUCKETS, this.#spareHosts);
     this.#keepCallers(sample);
     this.#context.resolver = sample.details.resolver;
@@ -139,50 +146,57 @@ class FindingsEngine {
 
 /**
  * Takes from each hostname's dns-no-cache cost (noCacheSeconds, noCacheQueueWait) what the event
- * loop's lateness explains, in an interval the loop was not blocked in as eventloop-blocked tests
- * it. A lookup is timed from the call to its callback, and the callback runs when the loop gets
- * to it, however fast DNS answered: after the rest of the loop's iteration if its answer came
- * while the loop was busy, whatever kept the loop busy (the app's CPU work, or its thread waiting
- * for a CPU on an overloaded host). Likewise the slot model (lib/sources/dns/slots.js) frees a
- * DNS slot at the callback of the lookup that held it, so a queued lookup's wait holds that too.
- * `late` (loopLate()) is taken once per lookup that called back in the interval (from the
- * seconds) and once per queued one (from the wait); what is left is time beyond the loop's, which
- * a cache saves. The lab's zooz (handlers burning 25 ms each, localhost from /etc/hosts) is left
- * with nothing or nearly; klarna (50 ms answers, a loop late by 10 ms and busy 6 % of the time)
- * loses 1.4 % of its seconds.
+ * loop explains, in an interval the loop was not blocked in as eventloop-blocked tests it. A
+ * lookup is timed from the call to its callback, and the callback runs when the loop gets to it,
+ * however fast DNS answered: after the rest of the loop's iteration if its answer came while the
+ * loop was busy, whatever kept it busy (the app's CPU work, or its thread waiting for a CPU on an
+ * overloaded host). Likewise the slot model (lib/sources/dns/slots.js) frees a DNS slot at the
+ * callback of the lookup that held it, so a queued lookup's wait holds that too. The loop's part
+ * is taken as the smaller of two bounds:
+ * - per lookup that called back in the interval (per queued one for the wait), `late`: the
+ *   loop's longest delay (the longest rest of an iteration a callback can wait for) times its
+ *   busy share (an answer that came while the loop was idle ran at once);
+ * - the lookups in flight at most times the seconds the loop was busy while they were in
+ *   flight: a lookup can only wait for the loop while the loop is busy (many fast lookups on a
+ *   loop busy with their own callbacks: each iteration short, the longest delay a GC's). Those
+ *   seconds: the interval's, and the last one's over the slowest lookup's time before this one
+ *   (at the last one's busy share).
+ * A lookup that called back in this interval may have started in the last: `late` is the longer
+ * of the two intervals'. What is left is time beyond the loop's, which a cache saves. The lab's
+ * zooz (handlers burning 25 ms each, localhost from /etc/hosts) is left with nothing or nearly;
+ * klarna (50 ms answers, a loop late by 10 ms and busy 6 % of the time) loses 1.4 % of its
+ * seconds; 4 workers looking up one name back to back (0.5 ms answers, a loop busy 30 % with
+ * their callbacks, test/findings/engine.test.js) about a third.
  * @param {readonly object[]} hosts an interval's compact host figures (window.js compactHosts)
- * @param {number} late seconds per lookup: loopLate() of this interval or the last, the longer (a
- *   lookup that called back in this interval may have started in the last)
+ * @param {number} late seconds per lookup: of this interval or the last, the longer
+ * @param {number} busy seconds the loop was busy in this interval
+ * @param {number} lastShare the busy share of the last interval
+ * @param {number} lastSeconds the last interval's length
  * @param {InFlightBefore} before each hostname's lookups in flight at the last sample
  */
-function discountLoopWait(hosts, late, before) {
+function discountLoopWait(hosts, late, busy, lastShare, lastSeconds, before) {
   if (!(late > 0)) return;
   for (let i = 0; i < hosts.length; i++) {
     const h = hosts[i];
     // The lookups that called back: those in flight at the last sample or started since, less
     // those still in flight (`lookups` counts the lookups started in the interval).
     const calledBack = Math.max(0, h.lookups + before.of(h.name) - h.inFlight);
-    h.noCacheSeconds = Math.max(0, h.noCacheSeconds - calledBack * late);
+    const most = h.maxInFlight * (busy + lastShare * Math.min(lastSeconds, h.maxSeconds || 0));
+    h.noCacheSeconds = Math.max(0, h.noCacheSeconds - Math.min(calledBack * late, most));
     // (a part of the lookups' time: never more than what is left of it)
-    h.noCacheQueueWait = Math.min(h.noCacheSeconds, Math.max(0, h.noCacheQueueWait - h.queuedLookups * late));
+    h.noCacheQueueWait = Math.min(h.noCacheSeconds, Math.max(0, h.noCacheQueueWait - Math.min(h.queuedLookups * late, most)));
   }
 }
 
 /**
- * How long a callback that became ready in the interval waited for the loop, on average at most:
- * the loop's longest delay (the longest rest of an iteration it can have waited for) times the
- * share of the interval the loop was busy (its utilization: an answer that came while the loop
- * was idle ran at once; busy throughout where the sample does not tell). An app whose handlers
- * keep the loop busy is charged its longest delay per lookup; a quiet loop with one long
- * iteration (a GC, say) little.
- * @param {object} summary the interval's summary (its delayMax)
+ * The share of the interval the loop was busy (its utilization; busy throughout where the sample
+ * does not tell).
  * @param {{ points: readonly object[] }} sample
- * @returns {number} seconds
+ * @returns {number}
  */
-function loopLate(summary, sample) {
+function busyShare(sample) {
   const elu = findPoint(sample.points, 'nodejs.eventloop.utilization');
-  const busy = elu && typeof elu.value === 'number' && elu.value >= 0 && elu.value <= 1 ? elu.value : 1;
-  return (summary.delayMax || 0) * busy;
+  return elu && typeof elu.value === 'number' && elu.value >= 0 && elu.value <= 1 ? elu.value : 1;
 }
 
 /**
