@@ -253,6 +253,8 @@ function compactHosts(dns, spare) {
     c.noCacheSeconds = h.seconds || 0;
     c.noCacheQueueWait = h.queueWaitSeconds || 0;
     c.intervals = h.lookups > 0 ? 1 : 0;
+    // in flight at the sample (with those of the sample before, the lookups that called back)
+    c.inFlight = h.inFlight || 0;
     out.push(c);
   }
   return out;
