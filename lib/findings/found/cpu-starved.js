@@ -5,7 +5,7 @@
 // never starved, and this code would be kept in V8's heap for nothing.
 
 const { windowSeconds } = require('../window');
-const { typeName, tracedJobs } = require('./pool');
+const { typeName, tracedJobs, lookupTimes } = require('./pool');
 const { ms, pct, round } = require('../../core/format');
 
 // What lowers each kind's CPU on the pool, for the advice.
@@ -72,17 +72,8 @@ function figuresOf(window, hot, poolHot) {
 
 // The app's lookups over the window: how many, their mean and slowest time (call to callback).
 function lookupsOf(window) {
-  let count = 0;
-  let seconds = 0;
-  let max = 0;
-  for (const s of window) {
-    for (const h of s.hosts || []) {
-      count += h.lookups || 0;
-      seconds += h.seconds || 0;
-      max = Math.max(max, h.maxSeconds || 0);
-    }
-  }
-  return { count, meanSeconds: count > 0 ? seconds / count : null, maxSeconds: count > 0 ? max : null };
+  const t = lookupTimes(window);
+  return { count: t.count, meanSeconds: t.count > 0 ? t.seconds / t.count : null, maxSeconds: t.count > 0 ? t.maxSeconds || 0 : null };
 }
 
 function budgetText(f) {

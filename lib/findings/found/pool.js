@@ -114,19 +114,22 @@ function busyThreads(hot) {
 }
 
 /**
- * Lookups started in the window and the longest one that completed (call to callback).
+ * Lookups started in the window, their seconds (call to callback) and the longest one that
+ * completed; cpu-starved's and threadpool-saturated's text read them.
  * @param {readonly object[]} window interval summaries
  */
 function lookupTimes(window) {
   let count = 0;
+  let seconds = 0;
   let max = null;
   for (const s of window) {
     for (const h of s.hosts || []) {
       count += h.lookups || 0;
+      seconds += h.seconds || 0;
       if (h.maxSeconds > 0) max = Math.max(max || 0, h.maxSeconds);
     }
   }
-  return { count, maxSeconds: max };
+  return { count, seconds, maxSeconds: max };
 }
 
 module.exports = { typeName, tracedJobs, busyThreads, lookupTimes };

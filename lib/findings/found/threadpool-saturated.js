@@ -50,7 +50,7 @@ function found(window, lim) {
     summary: summaryOf(f, holder, fsJobs),
     evidence: evidenceOf(f, holder, fsJobs),
     advice: adviceOf(f, holder),
-    impact: impactOf(window, fsJobs),
+    impact: impactOf(window, f.lookups, fsJobs),
   };
 }
 
@@ -158,15 +158,9 @@ function adviceOf({ size, cores, window, peakFs }, { traced: holder, kind }) {
 // a thread, almost all of it, behind a held pool) and the fs calls' time from submission to
 // callback where the tracer measured it. Host figures are merged across intervals in the window
 // (lib/findings/window.js), so this is over the whole window, not only the held intervals.
-function impactOf(window, fsJobs) {
-  let seconds = 0;
-  let requests = 0;
-  for (const s of window) {
-    for (const h of s.hosts || []) {
-      seconds += h.seconds || 0;
-      requests += h.lookups || 0;
-    }
-  }
+function impactOf(window, lookups, fsJobs) {
+  let seconds = lookups.seconds;
+  let requests = lookups.count;
   if (fsJobs) {
     seconds += fsJobs.seconds;
     requests += fsJobs.completed;
