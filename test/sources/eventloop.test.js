@@ -146,6 +146,49 @@ describe('samplers/eventloop', function () {
     });
   }
 
+  // The same for a socket's data callback, the data written by another process while this loop
+  // sleeps in its poll (with the old iteration mode it read 0.9 ms on Node 24.21 and 26.12).
+  for (const mode of ['auto', 'timer']) {
+    it(`${mode} mode: a 200 ms block in a socket's data callback reads >= 190 ms`, async () => {
+      const net = require('net');
+      sampler = createEventLoopSampler({ mode });
+      let blocked = 0;
+      const server = net.createServer((c) => c.on('data', () => {
+        block(200);
+        blocked++;
+      })).listen(0, '127.0.0.1');
+      await new Promise((r) => server.once('listening', r));
+      const child = require('child_process').spawn(process.execPath, [require('path').join(__dirname, '..', 'fixtures', 'socket-writer.js'), String(server.address().port), '1'], { stdio: ['pipe', 'pipe', 'inherit'] });
+      const line = (want) => new Promise((resolve) => {
+        let out = '';
+        const onData = (d) => {
+          out += d;
+          if (!out.includes(want)) return;
+          child.stdout.off('data', onData);
+          resolve();
+        };
+        child.stdout.on('data', onData);
+      });
+      try {
+        await line('ready\n');
+        await sleep(100);
+        sampler.sample();
+        await sleep(20);
+        child.stdin.write('go 0\n');
+        await line('done\n');
+        while (blocked === 0) await sleep(10);
+        await sleep(30);
+        const max = value(sampler.sample(), 'nodejs.eventloop.delay.max') || 0;
+        const least = sampler.mode === 'iteration' ? 0.19 : 0.185;
+        assert.ok(max >= least && max < 0.3, `${sampler.mode} mode: max ${max} s`);
+      } finally {
+        child.stdin.end();
+        process.kill(child.pid, 'SIGTERM');
+        server.close();
+      }
+    });
+  }
+
   it('an idle loop reads near zero delay (lateness, not the timer period)', async () => {
     sampler = createEventLoopSampler();
     await sleep(300);
