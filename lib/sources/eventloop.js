@@ -11,6 +11,8 @@ const RESOLUTION_MS = 10;
 // place (pread at 0, about 4 us): a procfs file, no disk.
 const THREAD_SCHEDSTAT = '/proc/thread-self/schedstat';
 const RESOLUTION_NS = RESOLUTION_MS * 1e6;
+// Iteration mode's histogram holds busy times up to an hour (longer ones count as an hour).
+const ITERATION_HIGHEST_NS = 3600e9;
 
 /** Upper bounds for event-loop delay (lateness of a 10 ms timer). */
 const EVENTLOOP_BUCKETS = Object.freeze([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
@@ -18,13 +20,13 @@ const EVENTLOOP_BUCKETS = Object.freeze([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05
 /** @type {readonly import('./metric-def').MetricDef[]} */
 const METRICS = Object.freeze([
   metricDef('nodejs.eventloop.delay', 'histogram', 's', [],
-    'Event-loop delay. Mode iteration (Node 24.19+, 26.5+): how long each loop iteration ran. Mode timer: how late a timer fired, every 10 ms while the loop is busy (a native timer, monitorEventLoopDelay), every 100 ms while it is quiet (then the longer of that and the time the loop was busy since the last firing, when it woke at most 3 times; a firing counts as 10 samples). See nodejs.eventloop.delay.mode; the two do not compare.',
+    'Event-loop delay. Mode iteration (Node 24.19+, 26.5+): how long each loop iteration was busy (its callbacks, I/O ones included). Mode timer: how late a timer fired, every 10 ms while the loop is busy (a native timer, monitorEventLoopDelay), every 100 ms while it is quiet (then the longer of that and the time the loop was busy since the last firing, when it woke at most 3 times; a firing counts as 10 samples). See nodejs.eventloop.delay.mode; the two do not compare.',
     EVENTLOOP_BUCKETS, {
       ...RUNTIME,
       intervalGauges: Object.freeze(['min', 'max', 'mean', 'p50', 'p90', 'p99'].map((s) => `nodejs.eventloop.delay.${s}`)),
     }),
   metricDef('nodejs.eventloop.delay.mode', 'gauge', '1', ['nodejs.eventloop.delay.mode'],
-    'How this process samples event-loop delay (always 1; the attribute says it): iteration (one sample per loop iteration, monitorEventLoopDelay({ samplePerIteration }), Node 24.19+ and 26.5+) or timer (a timer\'s lateness: 10 ms while the loop is busy, 100 ms while it is quiet).'),
+    'How this process samples event-loop delay (always 1; the attribute says it): iteration (one sample per loop iteration: its busy time, check phase to check phase less the poll\'s wait; Node 24.19+ and 26.5+) or timer (a timer\'s lateness: 10 ms while the loop is busy, 100 ms while it is quiet).'),
   metricDef('nodejs.eventloop.delay.min', 'gauge', 's', [], 'Smallest event-loop delay in the last sampling interval.', undefined, RUNTIME),
   metricDef('nodejs.eventloop.delay.max', 'gauge', 's', [], 'Largest event-loop delay in the last sampling interval.', undefined, RUNTIME),
   metricDef('nodejs.eventloop.delay.mean', 'gauge', 's', [], 'Mean event-loop delay in the last sampling interval.', undefined, RUNTIME),
@@ -66,10 +68,11 @@ function supportsSamplePerIteration() {
  * Event-loop delay and utilization per sampling interval, plus a cumulative delay histogram, in
  * one of two modes (nodejs.eventloop.delay.mode says which; their figures do not compare):
  *
- * - iteration (where Node supports it: 24.19+, 26.5+): monitorEventLoopDelay({ samplePerIteration })
- *   records how long each loop iteration ran, so a 200 ms block reads 200 ms exactly and blocks
- *   shorter than 10 ms are seen too; no timer of its own, so an idle loop costs nothing.
- *   Percentiles are over iterations, not over time.
+ * - iteration (Node 24.19+, 26.5+; see #iterationTick): how long each loop iteration was busy, read
+ *   in its check phase (the time since the previous check phase less libuv's idle time), so a
+ *   200 ms block reads 200 ms in any callback (timers, immediates, I/O and threadpool completions)
+ *   and blocks shorter than 10 ms are seen too; no timer of its own, so an idle loop costs
+ *   nothing. Percentiles are over iterations, not over time.
  * - timer (older Node): how late a repeating timer fires (lib/sources/eventloop-timer.js), every
  *   10 ms while the loop is busy (Node's monitorEventLoopDelay, a timer in C++) and every 100 ms
  *   while it is quiet (a JavaScript timer), where a firing also reads the
@@ -87,7 +90,7 @@ class EventLoopSampler {
   mode;
   /** @type {import('perf_hooks').Performance} */
   #performance;
-  /** @type {import('perf_hooks').ELDHistogram} */
+  /** @type {import('perf_hooks').RecordableHistogram} iteration mode's; timer mode's is its clock's union (same read interface) */
   #monitor;
   /** What a sample reads when nothing delayed the loop (ns): subtracted, so both modes read lateness. */
   #offsetNs;
@@ -106,6 +109,14 @@ class EventLoopSampler {
   #intervalLate = 0;
   /** @type {ReturnType<typeof import('./eventloop-timer').createLoopTimer> | null} timer mode's clock */
   #timer = null;
+  // Iteration mode's clock (see #iterationTick): the last reading's performance.now() and libuv
+  // idle time (ms; -1 before the first), the pending immediate, whether closed.
+  #lastCheck = -1;
+  #lastIdle = 0;
+  /** @type {NodeJS.Immediate | null} */
+  #immediate = null;
+  #closed = false;
+  #onCheck = () => this.#iterationTick();
 
   /**
    * @param {object} options
@@ -116,7 +127,7 @@ class EventLoopSampler {
    */
   constructor(options) {
     // perf_hooks loads with the sampler, not with its declaration (it would cost the preload).
-    const { monitorEventLoopDelay, performance } = require('perf_hooks');
+    const { createHistogram, performance } = require('perf_hooks');
     this.#performance = performance;
     const resolutionMs = options.resolutionMs || RESOLUTION_MS;
     const wanted = options.mode || 'auto';
@@ -130,18 +141,44 @@ class EventLoopSampler {
       this.#timer = createLoopTimer({ fineMs: resolutionMs, coarseMs: options.coarseMs || COARSE_MS });
       this.#monitor = /** @type {any} */ (this.#timer.histogram);
     } else {
-      this.#monitor = monitorEventLoopDelay({ samplePerIteration: true });
-      this.#monitor.enable();
+      // Not Node's monitorEventLoopDelay({ samplePerIteration }): it records the time from one
+      // check phase to the next prepare phase and of the poll phase only what ran past the
+      // poll's timeout (IterationHistogram::CheckCB, src/histogram.cc), so a callback the poll
+      // phase runs (all I/O: sockets, and threadpool completions, fs, dns.lookup, crypto, through
+      // libuv's async handle) is unseen unless a timer was due in it: a 200 ms block in an
+      // fs.readFile callback read 1 ms on Node 24.21 and 26.12. Here each iteration's busy time
+      // is read in its check phase: the time since the previous check phase less libuv's idle
+      // time in between (its poll's wait), in an unref'd immediate that queues the next one (no
+      // idle handle: the loop still sleeps in its poll, and nothing runs while it does).
+      // 1 us to 1 h at 3 digits: 188 KB of counts (Node's iteration histogram, 1 ns to 2^63, had 442).
+      this.#monitor = createHistogram({ lowest: 1000, highest: ITERATION_HIGHEST_NS });
+      this.#immediate = setImmediate(this.#onCheck);
+      this.#immediate.unref();
     }
-    const monitor = this.#monitor;
-    // In iteration mode the first sample runs from enable() to the end of the first iteration: from
-    // a preload or top-level code it holds the app's startup and the first idle wait, which are no
-    // iteration. It is recorded before that iteration's check phase, so it is dropped there.
-    if (mode === 'iteration') setImmediate(() => monitor.reset()).unref();
     this.#histogram = new Histogram(EVENTLOOP_BUCKETS);
     this.#lastElu = performance.eventLoopUtilization();
     this.#sched = openSchedstat();
     this.#lastSched = this.#sched ? this.#sched.read() : null;
+  }
+
+  /**
+   * Iteration mode, once per loop iteration in its check phase: records the iteration's busy time
+   * (ns, at least 1). The first reading only starts the clock: from a preload or top-level code the
+   * time since the sampler began holds the app's startup, which is no iteration.
+   */
+  #iterationTick() {
+    const now = this.#performance.now();
+    const idle = this.#performance.nodeTiming.idleTime;
+    if (this.#lastCheck >= 0) {
+      const ns = Math.round((now - this.#lastCheck - (idle - this.#lastIdle)) * 1e6);
+      // (NaN, were idleTime ever missing, records 1: record() would throw into the app.)
+      this.#monitor.record(ns >= 1 ? (ns < ITERATION_HIGHEST_NS ? ns : ITERATION_HIGHEST_NS) : 1);
+    }
+    this.#lastCheck = now;
+    this.#lastIdle = idle;
+    if (this.#closed) return;
+    this.#immediate = setImmediate(this.#onCheck);
+    this.#immediate.unref();
   }
 
   /** Timer mode: the timer's current period in milliseconds (10 busy, 100 quiet); null in iteration mode. */
@@ -230,8 +267,10 @@ class EventLoopSampler {
 
   /** Stops the monitor (or timer mode's timer), closes the schedstat file. */
   close() {
+    this.#closed = true;
     if (this.#timer) this.#timer.close();
-    else this.#monitor.disable();
+    if (this.#immediate) clearImmediate(this.#immediate);
+    this.#immediate = null;
     if (this.#sched) this.#sched.close();
   }
 }

@@ -111,6 +111,84 @@ describe('samplers/eventloop', function () {
     assert.ok(h.sum > 0.2, 'and in the cumulative histogram');
   });
 
+  // Ground truth: a 200 ms busy-wait inside a callback of each kind. Node's samplePerIteration
+  // histogram counts the poll phase only past the poll's timeout (IterationHistogram::CheckCB),
+  // so a block inside a callback the poll phase runs (threadpool completions: fs, dns.lookup,
+  // crypto; with this test's timers due later) read 1 to 11 ms when iteration mode used it.
+  for (const mode of ['auto', 'timer']) {
+    it(`${mode} mode: a 200 ms block in an fs.readFile, a dns.lookup or a setTimeout callback reads >= 190 ms`, async () => {
+      const fs = require('fs');
+      const dns = require('dns');
+      const cases = {
+        'fs.readFile': (cb) => fs.readFile(__filename, cb),
+        'dns.lookup': (cb) => dns.lookup('localhost', cb),
+        setTimeout: (cb) => setTimeout(cb, 5),
+      };
+      sampler = createEventLoopSampler({ mode });
+      await sleep(100);
+      const maxes = {};
+      for (const [name, run] of Object.entries(cases)) {
+        sampler.sample();
+        await sleep(20);
+        await new Promise((resolve) => run(() => {
+          block(200);
+          resolve();
+        }));
+        await sleep(30);
+        maxes[name] = value(sampler.sample(), 'nodejs.eventloop.delay.max') || 0;
+      }
+      // Iteration mode reads the block itself; timer mode how late its 10 ms timer fired, which
+      // may have been due up to 10 ms after the block began.
+      const least = sampler.mode === 'iteration' ? 0.19 : 0.185;
+      for (const name of Object.keys(cases)) {
+        assert.ok(maxes[name] >= least && maxes[name] < 0.3, `${sampler.mode} mode: ${JSON.stringify(maxes)}`);
+      }
+    });
+  }
+
+  // The same for a socket's data callback, the data written by another process while this loop
+  // sleeps in its poll (with the old iteration mode it read 0.9 ms on Node 24.21 and 26.12).
+  for (const mode of ['auto', 'timer']) {
+    it(`${mode} mode: a 200 ms block in a socket's data callback reads >= 190 ms`, async () => {
+      const net = require('net');
+      sampler = createEventLoopSampler({ mode });
+      let blocked = 0;
+      const server = net.createServer((c) => c.on('data', () => {
+        block(200);
+        blocked++;
+      })).listen(0, '127.0.0.1');
+      await new Promise((r) => server.once('listening', r));
+      const child = require('child_process').spawn(process.execPath, [require('path').join(__dirname, '..', 'fixtures', 'socket-writer.js'), String(server.address().port), '1'], { stdio: ['pipe', 'pipe', 'inherit'] });
+      const line = (want) => new Promise((resolve) => {
+        let out = '';
+        const onData = (d) => {
+          out += d;
+          if (!out.includes(want)) return;
+          child.stdout.off('data', onData);
+          resolve();
+        };
+        child.stdout.on('data', onData);
+      });
+      try {
+        await line('ready\n');
+        await sleep(100);
+        sampler.sample();
+        await sleep(20);
+        child.stdin.write('go 0\n');
+        await line('done\n');
+        while (blocked === 0) await sleep(10);
+        await sleep(30);
+        const max = value(sampler.sample(), 'nodejs.eventloop.delay.max') || 0;
+        const least = sampler.mode === 'iteration' ? 0.19 : 0.185;
+        assert.ok(max >= least && max < 0.3, `${sampler.mode} mode: max ${max} s`);
+      } finally {
+        child.stdin.end();
+        process.kill(child.pid, 'SIGTERM');
+        server.close();
+      }
+    });
+  }
+
   it('an idle loop reads near zero delay (lateness, not the timer period)', async () => {
     sampler = createEventLoopSampler();
     await sleep(300);
