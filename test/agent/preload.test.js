@@ -156,10 +156,11 @@ describe('the preload loads only what must precede the app\'s first line', funct
       /^lib\/findings\/found\//,
       /^lib\/endpoint\/multiprocess\/(hub|member)\.js$/,
       /^lib\/sources\/threadpool\/(jobs|routes|modes)\.js$/,
-      ...(mode === 'iteration' ? [/^lib\/sources\/eventloop-timer\.js$/] : []),
+      ...(mode === 'iteration' ? [/^lib\/sources\/eventloop-(timer|lateness)\.js$/] : []),
     ];
     assert.deepEqual(files.filter((f) => waiting.some((re) => re.test(f))), []);
     assert.equal(files.includes('lib/sources/eventloop-timer.js'), mode === 'timer', `mode ${mode}`);
+    assert.equal(files.includes('lib/sources/eventloop-lateness.js'), mode === 'timer', `mode ${mode}`);
   });
 
   // The threadpool's work probe was a 1-byte crypto.randomFill: crypto (OpenSSL and its modules,
