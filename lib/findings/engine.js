@@ -3,7 +3,6 @@
 const RULES = require('./index');
 const { summarize, windowColumns, mergeHosts, isActive, blockedInInterval, HostPool, HOST_BUCKETS } = require('./window');
 const { poolHeld } = require('./pool');
-const { findPoint } = require('../snapshot/snapshot');
 
 // The engine's own limits; each rule declares its own (lib/findings/rules/*.js).
 const ENGINE_LIMITS = Object.freeze({
@@ -108,7 +107,7 @@ class FindingsEngine {
     }
     // In other intervals the callbacks wait for the loop too, only less: what that explains is
     // taken from each lookup (discountLoopWait()).
-    const share = busyShare(sample);
+    const share = busyShare(summary);
     const late = (summary.delayMax || 0) * share;
     if (!summary.poolHeld && blocked === 0) {
       discountLoopWait(summary.hosts, Math.max(late, this.#lastLate), summary.seconds * share, this.#lastShare, this.#lastSeconds, this.#inFlight);
@@ -197,12 +196,12 @@ function discountLoopWait(hosts, late, busy, lastShare, lastSeconds, before) {
 /**
  * The share of the interval the loop was busy (its utilization; busy throughout where the sample
  * does not tell).
- * @param {{ points: readonly object[] }} sample
+ * @param {{ utilization?: unknown }} summary an interval summary (window.js summarize())
  * @returns {number}
  */
-function busyShare(sample) {
-  const elu = findPoint(sample.points, 'nodejs.eventloop.utilization');
-  return elu && typeof elu.value === 'number' && elu.value >= 0 && elu.value <= 1 ? elu.value : 1;
+function busyShare(summary) {
+  const u = summary.utilization;
+  return typeof u === 'number' && u >= 0 && u <= 1 ? u : 1;
 }
 
 /**

@@ -205,7 +205,13 @@ defineColumns(CpuFigures.prototype, CPU_FIGURES);
 function cpuFigures(sample, kept, summary) {
   const el = (sample.details && sample.details.eventloop) || {};
   const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-  const elu = findPoint(sample.points, 'nodejs.eventloop.utilization');
+  // The loop's utilization: the summary's (window.js summarize() read it), else the sample's.
+  let utilization = null;
+  if (summary && 'utilization' in summary) utilization = summary.utilization;
+  else {
+    const elu = findPoint(sample.points, 'nodejs.eventloop.utilization');
+    if (elu) utilization = elu.value;
+  }
   const budget = cpuBudget(sample.points);
   const out = kept || (summary && typeof summary.cpuAt === 'number'
     ? new CpuFigures(summary.cells, summary.cpuAt)
@@ -213,7 +219,7 @@ function cpuFigures(sample, kept, summary) {
   out.mainCpu = num(el.mainThreadCpuSeconds);
   out.mainWait = num(el.mainThreadWaitSeconds);
   out.processCpu = num(el.processCpuSeconds);
-  out.utilization = elu ? num(elu.value) : null;
+  out.utilization = num(utilization);
   out.budget = budget.cpus;
   out.budgetFrom = budget.from;
   return out;

@@ -43,6 +43,8 @@ function summarize(sample, previous, previousTime, into = null, spare = null, ce
   s.probeStuck = probeStuck;
   s.dnsWaitMean = waitCount > 0 ? waitSum / waitCount : null;
   s.delayMax = value('nodejs.eventloop.delay.max');
+  // the share of the interval the loop was busy (dns-no-cache's discount, cpu-starved's figures)
+  s.utilization = value('nodejs.eventloop.utilization');
   s.cpuBudget = value('process.cpu.budget'); // CPUs the process may use (lib/sources/cpu.js)
   s.delayP99 = value('nodejs.eventloop.delay.p99');
   // The share of its runnable time the main thread spent on a CPU rather than waiting for one:
@@ -64,7 +66,7 @@ function summarize(sample, previous, previousTime, into = null, spare = null, ce
 // Float64Array allocated once for the window, not a heap number per figure per summary), read and
 // written as properties.
 const SUMMARY_FIGURES = ['time', 'seconds', 'size', 'slots', 'pendingDns', 'queuedDns', 'probeStuck', 'dnsWaitMean',
-  'delayMax', 'cpuBudget', 'delayP99', 'loopCpuShare', 'loopBlockedOnCpu'];
+  'delayMax', 'utilization', 'cpuBudget', 'delayP99', 'loopCpuShare', 'loopBlockedOnCpu'];
 // A row: the summary's figures, the pool's (its probes' waits), cpu-starved's.
 const ROW = SUMMARY_FIGURES.length + POOL_CELLS + CPU_FIGURES.length;
 
