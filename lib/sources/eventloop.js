@@ -20,7 +20,7 @@ const EVENTLOOP_BUCKETS = Object.freeze([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05
 /** @type {readonly import('./metric-def').MetricDef[]} */
 const METRICS = Object.freeze([
   metricDef('nodejs.eventloop.delay', 'histogram', 's', [],
-    'Event-loop delay. Mode timer (the default): how late a timer fired, every 10 ms while the loop is busy (a native timer, monitorEventLoopDelay), every 100 ms while it is quiet (then the longer of that and the time the loop was busy since the last firing, when it woke at most 3 times; a firing counts as 10 samples). Mode iteration (an option of the sampler, not the default): how long each loop iteration was busy (its callbacks, I/O ones included). See nodejs.eventloop.delay.mode; the two do not compare.',
+    'Event-loop delay. Mode timer (the default): how late a timer fired, every 10 ms while the loop is busy (a native timer, monitorEventLoopDelay), every 100 ms while it is quiet (then the longer of that and the time the loop was busy since the last firing, when it woke at most 8 times; a firing counts as 10 samples). Mode iteration (an option of the sampler, not the default): how long each loop iteration was busy (its callbacks, I/O ones included). See nodejs.eventloop.delay.mode; the two do not compare.',
     EVENTLOOP_BUCKETS, {
       ...RUNTIME,
       intervalGauges: Object.freeze(['min', 'max', 'mean', 'p50', 'p90', 'p99'].map((s) => `nodejs.eventloop.delay.${s}`)),
