@@ -78,9 +78,9 @@ function readsIdleTime(performance) {
  *   the immediate it chains runs every loop iteration (an Immediate object, Node's
  *   processImmediate called from C++, two native ref toggles): on Node 24 under callgrind, ~9.7k
  *   instructions an I/O-driven iteration with V8's compilers and ~16k in the interpreter for the
- *   chain alone, so a hello server paid ~20k a request (bench/instructions.js), where prom-client
- *   pays nothing; and an app's async_hooks saw one Immediate resource an iteration. Node offers
- *   no cheaper JavaScript hook per iteration, and its native one
+ *   chain alone, so a hello server paid ~20k a request interpreted (bench/instructions.js), where
+ *   prom-client pays nothing; and an app's async_hooks saw one Immediate resource an iteration.
+ *   Node offers no cheaper JavaScript hook per iteration, and its native one
  *   (monitorEventLoopDelay({ samplePerIteration }), 24.19+, 26.5+) misses the poll phase's
  *   callbacks (see the constructor).
  *
