@@ -100,7 +100,7 @@ class LoopTimer {
     this.#weight = Math.max(1, Math.round(this.#coarseMs / this.#fineMs));
     this.#adaptive = this.#coarseMs > this.#fineMs && loopCount(performance) !== null;
     // One monitor for the timer's life, enabled while fine: Node 20 trips over a dropped one
-    // (see supportsSamplePerIteration in eventloop.js). Its libuv timer is unref'd (Node's
+    // (see readsIdleTime in eventloop.js). Its libuv timer is unref'd (Node's
     // IntervalHistogram::OnStart).
     this.#native = monitorEventLoopDelay({ resolution: this.#fineMs });
     this.histogram = new LatenessUnion(this.#native, this.#fineMs * 1e6, new LatenessValues(), () => this.#resetNative());

@@ -2,8 +2,8 @@
 
 const { Histogram } = require('../core/histogram');
 const { metricDef, RUNTIME } = require('./metric-def');
-// eventloop-timer.js (timer mode's clock) loads when a sampler runs in timer mode: where Node
-// samples per iteration (24.19+, 26.5+) it never does.
+// eventloop-timer.js (timer mode's clock) loads when a sampler runs in timer mode: the default on
+// every Node (iteration mode is an explicit option, see EventLoopSampler).
 
 const RESOLUTION_MS = 10;
 // Linux: nanoseconds the calling thread ran on a CPU and waited on a run queue for one
@@ -20,13 +20,13 @@ const EVENTLOOP_BUCKETS = Object.freeze([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05
 /** @type {readonly import('./metric-def').MetricDef[]} */
 const METRICS = Object.freeze([
   metricDef('nodejs.eventloop.delay', 'histogram', 's', [],
-    'Event-loop delay. Mode iteration (Node 24.19+, 26.5+): how long each loop iteration was busy (its callbacks, I/O ones included). Mode timer: how late a timer fired, every 10 ms while the loop is busy (a native timer, monitorEventLoopDelay), every 100 ms while it is quiet (then the longer of that and the time the loop was busy since the last firing, when it woke at most 3 times; a firing counts as 10 samples). See nodejs.eventloop.delay.mode; the two do not compare.',
+    'Event-loop delay. Mode timer (the default): how late a timer fired, every 10 ms while the loop is busy (a native timer, monitorEventLoopDelay), every 100 ms while it is quiet (then the longer of that and the time the loop was busy since the last firing, when it woke at most 8 times; a firing counts as 10 samples). Mode iteration (an option of the sampler, not the default): how long each loop iteration was busy (its callbacks, I/O ones included). See nodejs.eventloop.delay.mode; the two do not compare.',
     EVENTLOOP_BUCKETS, {
       ...RUNTIME,
       intervalGauges: Object.freeze(['min', 'max', 'mean', 'p50', 'p90', 'p99'].map((s) => `nodejs.eventloop.delay.${s}`)),
     }),
   metricDef('nodejs.eventloop.delay.mode', 'gauge', '1', ['nodejs.eventloop.delay.mode'],
-    'How this process samples event-loop delay (always 1; the attribute says it): iteration (one sample per loop iteration: its busy time, check phase to check phase less the poll\'s wait; Node 24.19+ and 26.5+) or timer (a timer\'s lateness: 10 ms while the loop is busy, 100 ms while it is quiet).'),
+    'How this process samples event-loop delay (always 1; the attribute says it): timer (the default: a timer\'s lateness, 10 ms while the loop is busy, 100 ms while it is quiet) or iteration (an option of the sampler: one sample per loop iteration, its busy time, check phase to check phase less the poll\'s wait).'),
   metricDef('nodejs.eventloop.delay.min', 'gauge', 's', [], 'Smallest event-loop delay in the last sampling interval.', undefined, RUNTIME),
   metricDef('nodejs.eventloop.delay.max', 'gauge', 's', [], 'Largest event-loop delay in the last sampling interval.', undefined, RUNTIME),
   metricDef('nodejs.eventloop.delay.mean', 'gauge', 's', [], 'Mean event-loop delay in the last sampling interval.', undefined, RUNTIME),
@@ -44,41 +44,45 @@ const METRICS = Object.freeze([
 ]);
 
 /**
- * Whether monitorEventLoopDelay() takes { samplePerIteration } (Node 24.19+, 26.5+). Older Node
- * ignores unknown options, so only those versions are asked, and there the test is that a
- * non-boolean value is rejected (Node validates the option before it creates anything:
- * lib/internal/perf/event_loop_delay.js). Where the option would be ignored, a histogram would be
- * created and dropped, which Node 20 later trips over in process._getActiveHandles() (an
- * assertion in AsyncWrap::GetOwner, seen with prom-client's default metrics).
+ * Whether iteration mode can run here: it reads libuv's idle time (performance.nodeTiming.idleTime,
+ * Node 14.10+; Node configures the loop with UV_METRICS_IDLE_TIME at startup), and needs nothing
+ * else. (It replaces supportsSamplePerIteration(), which asked whether monitorEventLoopDelay()
+ * takes { samplePerIteration }, Node 24.19+ and 26.5+, when iteration mode was the default there
+ * and used that option; the option is no longer used. That probe asked only those versions: where
+ * the option is ignored a histogram would be created and dropped, which Node 20 later trips over
+ * in process._getActiveHandles(), an assertion in AsyncWrap::GetOwner seen with prom-client's
+ * default metrics; eventloop-timer.js keeps its one monitor for that reason.)
+ * @param {import('perf_hooks').Performance} performance
  * @returns {boolean}
  */
-function supportsSamplePerIteration() {
-  const { monitorEventLoopDelay } = require('perf_hooks');
-  const [major, minor] = process.versions.node.split('.').map(Number);
-  if (!((major === 24 && minor >= 19) || (major === 26 && minor >= 5) || major > 26)) return false;
-  try {
-    monitorEventLoopDelay(/** @type {any} */ ({ samplePerIteration: 'probe' }));
-    return false;
-  } catch (err) {
-    return Boolean(err) && err.code === 'ERR_INVALID_ARG_TYPE';
-  }
+function readsIdleTime(performance) {
+  return Boolean(performance.nodeTiming) && typeof performance.nodeTiming.idleTime === 'number';
 }
 
 /**
  * Event-loop delay and utilization per sampling interval, plus a cumulative delay histogram, in
  * one of two modes (nodejs.eventloop.delay.mode says which; their figures do not compare):
  *
- * - iteration (Node 24.19+, 26.5+; see #iterationTick): how long each loop iteration was busy, read
- *   in its check phase (the time since the previous check phase less libuv's idle time), so a
- *   200 ms block reads 200 ms in any callback (timers, immediates, I/O and threadpool completions)
- *   and blocks shorter than 10 ms are seen too; no timer of its own, so an idle loop costs
- *   nothing. Percentiles are over iterations, not over time.
- * - timer (older Node): how late a repeating timer fires (lib/sources/eventloop-timer.js), every
- *   10 ms while the loop is busy (Node's monitorEventLoopDelay, a timer in C++) and every 100 ms
- *   while it is quiet (a JavaScript timer), where a firing also reads the
- *   time the loop was busy since the previous one, so a 100 ms block reads 100 ms in either; an
- *   idle loop reads ~0 (prom-client's nodejs_eventloop_lag_* read the 10 ms period itself).
- *   Samples are spread evenly over time (a coarse firing counts as ten).
+ * - timer (the default, every Node): how late a repeating timer fires
+ *   (lib/sources/eventloop-timer.js), every 10 ms while the loop is busy (Node's
+ *   monitorEventLoopDelay, a timer in C++) and every 100 ms while it is quiet (a JavaScript timer),
+ *   where a firing also reads the time the loop was busy since the previous one, so a 100 ms
+ *   block reads 100 ms in either, in any callback (timers, immediates, I/O and threadpool
+ *   completions); an idle loop reads ~0 (prom-client's nodejs_eventloop_lag_* read the 10 ms
+ *   period itself). Samples are spread evenly over time (a coarse firing counts as ten). Its work
+ *   runs from timers, by the clock: nothing per loop iteration or per request.
+ * - iteration (options.mode 'iteration' only; see #iterationTick): how long each loop iteration
+ *   was busy, read in its check phase (the time since the previous check phase less libuv's idle
+ *   time), so a 200 ms block reads 200 ms in any callback and blocks shorter than 10 ms are seen
+ *   too; no timer of its own. Percentiles are over iterations, not over time. Not the default:
+ *   the immediate it chains runs every loop iteration (an Immediate object, Node's
+ *   processImmediate called from C++, two native ref toggles): on Node 24 under callgrind, ~9.7k
+ *   instructions an I/O-driven iteration with V8's compilers and ~16k in the interpreter for the
+ *   chain alone, so a hello server paid ~20k a request interpreted (bench/instructions.js), where
+ *   prom-client pays nothing; and an app's async_hooks saw one Immediate resource an iteration.
+ *   Node offers no cheaper JavaScript hook per iteration, and its native one
+ *   (monitorEventLoopDelay({ samplePerIteration }), 24.19+, 26.5+) misses the poll phase's
+ *   callbacks (see the constructor).
  *
  * The histogram buckets are filled from the HDR histogram by rank (see countAtMost), so they are
  * exact to its 3 significant digits, without a JavaScript timer of our own.
@@ -123,15 +127,15 @@ class EventLoopSampler {
    * @param {number} [options.resolutionMs] timer mode's period while the loop is busy (10)
    * @param {number} [options.coarseMs] timer mode's period while it is quiet (100; equal to
    *   resolutionMs: always the busy period)
-   * @param {'auto'|'timer'|'iteration'} [options.mode] auto: iteration where supported
+   * @param {'auto'|'timer'|'iteration'} [options.mode] auto (the default) and timer: timer mode;
+   *   iteration: iteration mode where Node reads libuv's idle time (every supported Node), else timer
    */
   constructor(options) {
     // perf_hooks loads with the sampler, not with its declaration (it would cost the preload).
     const { createHistogram, performance } = require('perf_hooks');
     this.#performance = performance;
     const resolutionMs = options.resolutionMs || RESOLUTION_MS;
-    const wanted = options.mode || 'auto';
-    const mode = wanted === 'timer' || !supportsSamplePerIteration() ? 'timer' : 'iteration';
+    const mode = options.mode === 'iteration' && readsIdleTime(performance) ? 'iteration' : 'timer';
     this.mode = mode;
     // Timer mode's histogram reads lateness (its native monitor's period is subtracted there);
     // iteration mode records durations: nothing to subtract.
@@ -280,7 +284,7 @@ class EventLoopSampler {
  * @param {object} [options]
  * @param {number} [options.resolutionMs] timer mode's period while the loop is busy
  * @param {number} [options.coarseMs] timer mode's period while it is quiet
- * @param {'auto'|'timer'|'iteration'} [options.mode] auto: iteration where supported
+ * @param {'auto'|'timer'|'iteration'} [options.mode] auto (the default): timer; iteration on request
  * @returns {EventLoopSampler}
  */
 function createEventLoopSampler(options = {}) {
@@ -394,4 +398,4 @@ const source = Object.freeze({
   create: () => createEventLoopSampler(),
 });
 
-module.exports = { source, EVENTLOOP_BUCKETS, createEventLoopSampler, supportsSamplePerIteration, RESOLUTION_MS, RESOLUTION_NS, _internal: { addToBuckets, countAtMost } };
+module.exports = { source, EVENTLOOP_BUCKETS, createEventLoopSampler, readsIdleTime, RESOLUTION_MS, RESOLUTION_NS, _internal: { addToBuckets, countAtMost } };

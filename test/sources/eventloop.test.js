@@ -115,7 +115,8 @@ describe('samplers/eventloop', function () {
   // histogram counts the poll phase only past the poll's timeout (IterationHistogram::CheckCB),
   // so a block inside a callback the poll phase runs (threadpool completions: fs, dns.lookup,
   // crypto; with this test's timers due later) read 1 to 11 ms when iteration mode used it.
-  for (const mode of ['auto', 'timer']) {
+  // auto is timer mode on every Node; iteration mode is the sampler's option.
+  for (const mode of ['auto', 'iteration']) {
     it(`${mode} mode: a 200 ms block in an fs.readFile, a dns.lookup or a setTimeout callback reads >= 190 ms`, async () => {
       const fs = require('fs');
       const dns = require('dns');
@@ -148,7 +149,7 @@ describe('samplers/eventloop', function () {
 
   // The same for a socket's data callback, the data written by another process while this loop
   // sleeps in its poll (with the old iteration mode it read 0.9 ms on Node 24.21 and 26.12).
-  for (const mode of ['auto', 'timer']) {
+  for (const mode of ['auto', 'iteration']) {
     it(`${mode} mode: a 200 ms block in a socket's data callback reads >= 190 ms`, async () => {
       const net = require('net');
       sampler = createEventLoopSampler({ mode });
@@ -188,6 +189,49 @@ describe('samplers/eventloop', function () {
       }
     });
   }
+
+  // The same in timer mode's quiet state (a 100 ms JavaScript timer, which also reads the time the
+  // loop was busy since its last firing), for a 100 ms block: the default on every Node.
+  it('timer mode, quiet: a 100 ms block in an fs.readFile, dns.lookup, socket data or setTimeout callback reads >= 95 ms', async () => {
+    const fs = require('fs');
+    const dns = require('dns');
+    const net = require('net');
+    sampler = createEventLoopSampler();
+    const server = net.createServer((c) => c.on('data', () => {
+      block(100);
+      c.write('k');
+    })).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const client = net.connect(server.address().port, '127.0.0.1');
+    await new Promise((r) => client.once('connect', r));
+    const cases = {
+      'fs.readFile': (cb) => fs.readFile(__filename, () => cb(block(100))),
+      'dns.lookup': (cb) => dns.lookup('localhost', () => cb(block(100))),
+      'socket data': (cb) => {
+        client.once('data', () => cb());
+        client.write('x');
+      },
+      setTimeout: (cb) => setTimeout(() => cb(block(100)), 5),
+    };
+    const maxes = {};
+    try {
+      for (const [name, run] of Object.entries(cases)) {
+        // Quiet: a second with few wake-ups turns the timer to 100 ms.
+        for (let waited = 0; sampler.timerPeriodMs !== 100 && waited < 5000; waited += 50) await sleep(50);
+        assert.equal(sampler.timerPeriodMs, 100, `quiet before ${name}`);
+        sampler.sample();
+        await sleep(30);
+        await new Promise((resolve) => run(resolve));
+        await sleep(120); // the coarse timer fires after the block
+        maxes[name] = value(sampler.sample(), 'nodejs.eventloop.delay.max') || 0;
+      }
+    } finally {
+      client.destroy();
+      server.close();
+    }
+    // Ground truth: the test's 100 ms block in each (Date.now() has 1 ms steps).
+    for (const name of Object.keys(cases)) assert.ok(maxes[name] >= 0.095 && maxes[name] < 0.2, JSON.stringify(maxes));
+  });
 
   it('an idle loop reads near zero delay (lateness, not the timer period)', async () => {
     sampler = createEventLoopSampler();
@@ -242,24 +286,54 @@ describe('samplers/eventloop', function () {
 describe('samplers/eventloop: iteration mode and libuv loop metrics', function () {
   let sampler;
   afterEach(() => sampler && sampler.close());
-  const [major, minor] = process.versions.node.split('.').map(Number);
-  // Where Node added monitorEventLoopDelay({ samplePerIteration }) (its changelogs): 24.19, 26.5.
-  const iterationExpected = (major === 24 && minor >= 19) || (major === 26 && minor >= 5) || major > 26;
 
-  it('says which mode it runs in: iteration where Node has samplePerIteration, else timer', async function () {
-    if (major === 25) this.skip(); // not a supported major; no ground truth here
+  it('says which mode it runs in: timer by default on every Node, iteration when asked for', async function () {
     sampler = createEventLoopSampler();
     await sleep(50);
     const mode = sampler.sample().find((p) => p.name === 'nodejs.eventloop.delay.mode');
-    assert.deepEqual({ attributes: mode.attributes, value: mode.value }, { attributes: { 'nodejs.eventloop.delay.mode': iterationExpected ? 'iteration' : 'timer' }, value: 1 });
+    assert.deepEqual({ attributes: mode.attributes, value: mode.value }, { attributes: { 'nodejs.eventloop.delay.mode': 'timer' }, value: 1 });
+    const asked = createEventLoopSampler({ mode: 'iteration' });
+    // Every supported Node (20+) reads libuv's idle time, which iteration mode needs.
+    assert.equal(asked.mode, 'iteration');
+    asked.close();
     const forced = createEventLoopSampler({ mode: 'timer' });
     assert.equal(forced.mode, 'timer');
     forced.close();
   });
 
+  // Iteration mode queues an immediate every loop iteration, which an app's async_hooks see (one
+  // Immediate resource an iteration); the default must not add resources per iteration.
+  it('the default mode adds no async resource per loop iteration (an app\'s async_hooks see none)', async function () {
+    const async_hooks = require('async_hooks');
+    const seen = { default: 0, iteration: 0 };
+    let counting = null;
+    const hook = async_hooks.createHook({ init(id, type) { if (counting && type === 'Immediate') seen[counting]++; } }).enable();
+    try {
+      const fs = require('fs');
+      // 200 iterations (an fs.stat completes in the poll phase of an iteration of its own).
+      const iterate = () => new Promise((resolve) => {
+        let n = 0;
+        (function next() { if (++n < 200) fs.stat(__filename, next); else resolve(); })();
+      });
+      for (const which of ['default', 'iteration']) {
+        sampler = createEventLoopSampler(which === 'iteration' ? { mode: 'iteration' } : {});
+        await sleep(20);
+        counting = which;
+        await iterate();
+        counting = null;
+        sampler.close();
+      }
+    } finally {
+      hook.disable();
+    }
+    // Ground truth: the test's 199 stats each end in an iteration of their own, and it queues no
+    // immediate itself (iteration mode's own: one an iteration, less the counted span's ends).
+    assert.equal(seen.default, 0, JSON.stringify(seen));
+    assert.ok(seen.iteration >= 197 && seen.iteration <= 210, JSON.stringify(seen));
+  });
+
   it('iteration mode: a 200 ms block reads 200 ms, and 5 ms blocks a 10 ms timer would miss are all seen', async function () {
-    if (!iterationExpected) this.skip(); // timer mode: covered by the tests above
-    sampler = createEventLoopSampler();
+    sampler = createEventLoopSampler({ mode: 'iteration' });
     await sleep(50);
     sampler.sample();
     block(200);
