@@ -6,7 +6,7 @@
 //
 //   node bench/steady-memory.js [--minutes 3] [--every 5] [--nodes 20,24] [--scrape 15]
 //                               [--count 500] [--repeat 5] [--warmup 65] [--no-series] [--no-count]
-//                               [--profile DIR [--live]] [--dump DIR]
+//                               [--profile DIR [--live | --all]] [--dump DIR]
 //
 // The app (bench/fixtures/steady-app.js) serves HTTP to itself 500 times a second on keep-alive
 // and makes 200 dns.lookup()s a second over 50 names n0.steady.bench ... answered by a private
@@ -49,11 +49,12 @@ const APP = path.join(__dirname, 'fixtures', 'steady-app.js');
 const NAMES = 50;
 
 function parseArgs(argv) {
-  const opts = { minutes: 3, every: 5, nodes: [20, 24], scrape: 15, count: 500, repeat: 5, warmup: 65, series: true, counts: true, profile: null, live: false, dump: null };
+  const opts = { minutes: 3, every: 5, nodes: [20, 24], scrape: 15, count: 500, repeat: 5, warmup: 65, series: true, counts: true, profile: null, live: false, all: false, dump: null };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--no-series') opts.series = false;
     else if (argv[i] === '--no-count') opts.counts = false;
     else if (argv[i] === '--live') opts.live = true;
+    else if (argv[i] === '--all') opts.all = true;
     else {
       const m = /^--(minutes|every|nodes|scrape|count|repeat|warmup|profile|dump)(?:=(.*))?$/.exec(argv[i]);
       if (!m) throw new Error(`unknown argument ${argv[i]} (see the top of ${__filename})`);
@@ -87,7 +88,7 @@ async function runChild(children, { node, variant, mode, env, flags = [], timeou
   if (timedOut || code !== 0) throw new Error(`${variant.label} (${mode}) ${timedOut ? 'overran' : `exited ${code}`}: ${stderr}`);
   // --trace-gc-nvp writes its lines to stdout too: the app's own are the JSON ones.
   const lines = stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
-  return { lines: lines.filter((l) => !l.done && !l.profile), totals: lines.find((l) => l.done), profile: (lines.find((l) => l.profile) || {}).profile, scavenges: scavenges(stdout) };
+  return { lines: lines.filter((l) => !l.done && !l.profile), totals: lines.find((l) => l.done), profile: (lines.find((l) => l.profile) || {}).profile, profiled: (lines.find((l) => l.profile) || {}).seconds, scavenges: scavenges(stdout) };
 }
 
 /**
@@ -179,14 +180,23 @@ function printSeries(results, opts) {
 }
 
 // The functions that allocated what survived a scavenge (the children's sampling heap profile
-// after the first minute), the top 25 of each variant, and the whole list in a file.
-function printProfiles(results, dir, major) {
+// after the first minute), the top 25 of each variant, and the whole list in a file. With --all:
+// everything allocated over PROFILE_FOR s, per second, the agent's own frames apart (each sample
+// counted to the nearest uvscope frame on its stack), and their top 25.
+function printProfiles(results, dir, major, all = false) {
   fs.mkdirSync(dir, { recursive: true });
   for (const [i, r] of results.entries()) {
     if (!r.profile) continue;
     const file = path.join(dir, `node${major}-${VARIANTS[i].label.replace(/\s+/g, '-')}.json`);
     fs.writeFileSync(file, JSON.stringify(r.profile, null, 1));
     const total = r.profile.reduce((a, f) => a + f.bytes, 0);
+    if (all) {
+      const own = r.profile.filter((f) => !f.name.startsWith('(app) '));
+      const perSecond = (b) => `${(b / 1024 / r.profiled).toFixed(1)} KB/s`;
+      console.log(`  ${VARIANTS[i].label}: allocated ${perSecond(total)} over ${r.profiled.toFixed(0)} s, of it by uvscope's frames ${perSecond(own.reduce((a, f) => a + f.bytes, 0))} (${file})`);
+      for (const f of own.slice(0, 25)) console.log(`    ${perSecond(f.bytes).padStart(12)}  ${f.name}`);
+      continue;
+    }
     console.log(`  ${VARIANTS[i].label}: allocated and survived a scavenge, ${(total / 1024).toFixed(0)} KB sampled (${file})`);
     for (const f of r.profile.slice(0, 25)) console.log(`    ${(f.bytes / 1024).toFixed(1).padStart(9)} KB  ${f.name}`);
   }
@@ -240,9 +250,9 @@ async function main() {
         const flags = ['--trace-gc-nvp'];
         if (opts.dump) fs.mkdirSync(opts.dump, { recursive: true });
         const dumpTo = (variant) => (opts.dump ? { DUMP: path.join(opts.dump, `node${major}-${variant.label.replace(/\s+/g, '-')}`) } : {});
-        const results = await Promise.all(VARIANTS.map((variant) => runChild(children, { node, variant, mode: 'series', env: { ...env, ...dumpTo(variant), ...(opts.profile ? { PROFILE: opts.live ? 'live' : '1' } : {}) }, flags, timeoutMs, namespace })));
+        const results = await Promise.all(VARIANTS.map((variant) => runChild(children, { node, variant, mode: 'series', env: { ...env, ...dumpTo(variant), ...(opts.profile ? { PROFILE: opts.live ? 'live' : opts.all ? 'all' : '1' } : {}) }, flags, timeoutMs, namespace })));
         printSeries(results, opts);
-        if (opts.profile) printProfiles(results, opts.profile, major);
+        if (opts.profile) printProfiles(results, opts.profile, major, opts.all);
       }
       if (opts.counts) {
         console.log(`\nnode ${version}: bytes the agent allocates (per sample and per second at 1 s and 100 ms; per event at 1 s), ${opts.count} events a window`);

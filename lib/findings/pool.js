@@ -76,12 +76,21 @@ function summarizePool(sample, previous, seconds, into = null, cells = undefined
   pool.size = details.size || value('nodejs.uv.threadpool.size');
   pool.slots = details.dnsSlots || value('nodejs.uv.threadpool.dns_slots');
   // the app's own work: the agent's probes are taken out
-  const p = pool.pending || (pool.pending = { dns: 0, fs: 0, crypto: 0, zlib: 0, other: 0 });
-  p.dns = Math.max(0, (pending('dns') || 0) - probeIn('dns'));
-  p.fs = pending('fs') || 0;
-  p.crypto = pending('crypto') || 0; // the tracer does not count the agent's own probes
-  p.zlib = pending('zlib') || 0;
-  p.other = pending('other') || 0;
+  const dns = Math.max(0, (pending('dns') || 0) - probeIn('dns'));
+  const fs = pending('fs') || 0;
+  const crypto = pending('crypto') || 0; // the tracer does not count the agent's own probes
+  const zlib = pending('zlib') || 0;
+  const other = pending('other') || 0;
+  if (dns === 0 && fs === 0 && crypto === 0 && zlib === 0 && other === 0) {
+    pool.pending = NO_PENDING;
+  } else {
+    const p = pool.pending && pool.pending !== NO_PENDING ? pool.pending : (pool.pending = { dns: 0, fs: 0, crypto: 0, zlib: 0, other: 0 });
+    p.dns = dns;
+    p.fs = fs;
+    p.crypto = crypto;
+    p.zlib = zlib;
+    p.other = other;
+  }
   if (!pool.work) {
     const own = cells || new Columns(1, POOL_CELLS);
     const base = cells ? at : own.row();
@@ -92,12 +101,20 @@ function summarizePool(sample, previous, seconds, into = null, cells = undefined
   probe('dns', pool.dns);
   pool.busy = details.busy ? keptBusy(details.busy, into && into.busy) : null;
   if (tracer) {
-    const t = pool.tracer || { mode: undefined, armed: false, armedSince: null, jobs: NO_JOBS };
-    t.mode = tracer.mode;
-    t.armed = Boolean(tracer.armed);
-    t.armedSince = tracer.armedSince || null;
-    t.jobs = Array.isArray(tracer.jobs) ? (tracer.jobs.length ? tracer.jobs : NO_JOBS) : NO_JOBS;
-    pool.tracer = t;
+    const armed = Boolean(tracer.armed);
+    const armedSince = tracer.armedSince || null;
+    const jobs = Array.isArray(tracer.jobs) ? (tracer.jobs.length ? tracer.jobs : NO_JOBS) : NO_JOBS;
+    const idle = !armed && armedSince === null && jobs === NO_JOBS ? IDLE_TRACER.get(tracer.mode) : undefined;
+    if (idle) {
+      pool.tracer = idle;
+    } else {
+      const t = pool.tracer && !Object.isFrozen(pool.tracer) ? pool.tracer : { mode: undefined, armed: false, armedSince: null, jobs: NO_JOBS };
+      t.mode = tracer.mode;
+      t.armed = armed;
+      t.armedSince = armedSince;
+      t.jobs = jobs;
+      pool.tracer = t;
+    }
   } else {
     pool.tracer = null;
   }
@@ -105,6 +122,13 @@ function summarizePool(sample, previous, seconds, into = null, cells = undefined
 }
 
 const NO_JOBS = Object.freeze([]);
+// The figures of most intervals, one object each for every summary that has them (the window
+// holds 600 summaries at 100 ms; an object each was ~120 bytes a summary kept for 60 s): no
+// pool work pending, and a tracer not armed that saw no job, by its mode. Frozen: a summary that
+// leaves the window gets objects of its own again when its figures differ.
+const NO_PENDING = Object.freeze({ dns: 0, fs: 0, crypto: 0, zlib: 0, other: 0 });
+/** @type {Map<string, Readonly<{ mode: string, armed: boolean, armedSince: null, jobs: readonly object[] }>>} */
+const IDLE_TRACER = new Map(['auto', 'on', 'off'].map((mode) => [mode, Object.freeze({ mode, armed: false, armedSince: null, jobs: NO_JOBS })]));
 
 // The busy-thread reading (details.threadpool.busy, a new object each sample) copied into the one
 // of a summary that left the window when both have the same fields in the same order, else into a

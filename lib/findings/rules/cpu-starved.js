@@ -3,6 +3,7 @@
 const { defineRule } = require('../rule');
 const throttled = require('./cpu-throttled');
 const { cpuFigures, cpuStarved } = require('../pool');
+const { gate, GATES } = require('../window');
 const { ms, pct } = require('../../core/format');
 
 /**
@@ -57,8 +58,8 @@ function starvedInStretch(window, lim, span) {
   let best = 0;
   let count = 0;
   for (let i = 0; i < window.length; i++) {
-    if (isStarved(window[i], lim)) count++;
-    if (i >= span && isStarved(window[i - span], lim)) count--;
+    if (gate(window[i], GATES.cpuStarved, lim, isStarved)) count++;
+    if (i >= span && gate(window[i - span], GATES.cpuStarved, lim, isStarved)) count--;
     if (count > best) best = count;
   }
   return best;

@@ -1,7 +1,7 @@
 'use strict';
 
 const { defineRule } = require('../rule');
-const { blockedInInterval, windowSeconds } = require('../window');
+const { blockedInInterval, windowSeconds, gate, GATES } = require('../window');
 const { ms, round } = require('../../core/format');
 
 /**
@@ -25,7 +25,7 @@ module.exports = defineRule({
   evaluate(window, lim) {
     // The gate, every sample: count the blocked intervals in a loop that allocates nothing.
     let blockedIntervals = 0;
-    for (let i = 0; i < window.length; i++) if (isLate(window[i], lim) && blockedInInterval(window[i], lim) > 0) blockedIntervals++;
+    for (let i = 0; i < window.length; i++) if (gate(window[i], GATES.eventloopBlocked, lim, isBlocked)) blockedIntervals++;
     if (blockedIntervals < lim.eventLoopBlockedIntervals) return null;
     const late = window.filter((s) => isLate(s, lim));
     const hot = late.filter((s) => blockedInInterval(s, lim) > 0);
@@ -53,6 +53,12 @@ module.exports = defineRule({
     };
   },
 });
+
+// The gate's test of an interval: late, and still blocked once the main thread's wait for a CPU
+// is taken out.
+function isBlocked(s, lim) {
+  return isLate(s, lim) && blockedInInterval(s, lim) > 0;
+}
 
 // The loop ran late in an interval, before the time the main thread waited for a CPU is taken out.
 function isLate(s, lim) {

@@ -2,6 +2,7 @@
 
 const { defineRule } = require('../rule');
 const { poolHeld } = require('../pool');
+const { gate, GATES } = require('../window');
 const { ms } = require('../../core/format');
 
 /**
@@ -28,7 +29,7 @@ module.exports = defineRule({
     let queued = 0;
     for (let i = 0; i < window.length; i++) {
       if (window[i].poolHeld) return null;
-      if (dnsQueued(window[i], lim)) queued++;
+      if (gate(window[i], GATES.dnsQueued, lim, dnsQueued)) queued++;
     }
     if (queued < lim.dnsSaturatedIntervals) return null;
     // What it says (lib/findings/found/threadpool-dns-saturated.js) loads the first time the gate passes.

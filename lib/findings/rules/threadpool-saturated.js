@@ -2,6 +2,7 @@
 
 const { defineRule } = require('../rule');
 const { poolHeld } = require('../pool');
+const { gate, GATES } = require('../window');
 const { ms } = require('../../core/format');
 
 /**
@@ -38,7 +39,7 @@ function heldRun(window, lim) {
   let best = 0;
   let run = 0;
   for (let i = 0; i < window.length; i++) {
-    run = window[i].pool && poolHeld(window[i], lim) ? run + 1 : 0;
+    run = window[i].pool && gate(window[i], GATES.poolHeld, lim, poolHeld) ? run + 1 : 0;
     if (run > best) best = run;
   }
   return best;
