@@ -69,6 +69,29 @@ async function launchBrowser() {
 }
 
 /**
+ * The calling suite's browser: launched before its tests (the suite skips or fails as
+ * requireBrowser() says when there is none) and closed after them.
+ * @returns {{ open: (viewport?: { width?: number, height?: number }) => ReturnType<Awaited<ReturnType<typeof launchBrowser>>['open']> }}
+ */
+function useBrowser() {
+  /** @type {Awaited<ReturnType<typeof launchBrowser>> | null} */
+  let browser = null;
+  before(async function () {
+    requireBrowser(this);
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    if (browser) await browser.close();
+  });
+  return {
+    open: (viewport) => {
+      if (!browser) throw new Error('useBrowser(): no browser before the suite\'s before() hook ran');
+      return browser.open(viewport);
+    },
+  };
+}
+
+/**
  * Save a screenshot into test-output/screenshots (kept after the run).
  * @param {import('playwright-core').Page} page
  * @param {string} name
@@ -80,4 +103,4 @@ async function screenshot(page, name) {
   return file;
 }
 
-module.exports = { requireBrowser, launchBrowser, screenshot, SCREENSHOTS };
+module.exports = { useBrowser, requireBrowser, launchBrowser, screenshot, SCREENSHOTS };

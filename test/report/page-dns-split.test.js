@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { requireBrowser, launchBrowser } = require('../helpers/browser');
+const { useBrowser } = require('../helpers/browser');
 const { staticReport } = require('../../lib/report/page');
 
 // The issue's figures: 0.9 pool threads computing and 2.8 waiting for a CPU at 5 ms per wait.
@@ -20,15 +20,12 @@ const LOCALHOST = Object.freeze({
 
 describe('the page\'s DNS split while pool threads wait for a CPU (lib/report/page)', function () {
   this.timeout(60000);
-  let browser;
+  const browser = useBrowser();
   let dir;
-  before(async function () {
-    requireBrowser(this);
-    browser = await launchBrowser();
+  before(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'uvscope-page-'));
   });
-  after(async () => {
-    if (browser) await browser.close();
+  after(() => {
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 

@@ -16,7 +16,7 @@ const { withDnsServer } = require('../helpers/dns-server');
 const { spawnInNamespace, resolvConf } = require('../helpers/namespace');
 const { REGISTER, FIXTURES, ROOT, cleanEnv, freePort, runNode, stopChild } = require('../helpers/child');
 const { firstLine } = require('../../support/processes');
-const { requireBrowser, launchBrowser, screenshot } = require('../helpers/browser');
+const { useBrowser, screenshot } = require('../helpers/browser');
 
 const NAMESERVER = '127.0.18.1';
 const STATSD_APP = path.join(ROOT, 'examples', 'incidents', 'apps', 'statsd-app.js');
@@ -50,14 +50,7 @@ async function assertClean(page, errors, blocked) {
 
 describe('the page (lib/report/page) in a real browser', function () {
   this.timeout(90000);
-  let browser;
-  before(async function () {
-    requireBrowser(this);
-    browser = await launchBrowser();
-  });
-  after(async () => {
-    if (browser) await browser.close();
-  });
+  const browser = useBrowser();
 
   describe('an app in the klarna state (hot-shots resolving per datagram, DNS answering in 50 ms)', function () {
     let statsd;

@@ -22,7 +22,7 @@ const assert = require('node:assert/strict');
 const path = require('path');
 const { withDnsServer } = require('../helpers/dns-server');
 const { runInNamespace, resolvConf } = require('../helpers/namespace');
-const { requireBrowser, launchBrowser } = require('../helpers/browser');
+const { useBrowser } = require('../helpers/browser');
 const { FIXTURES, lastJson } = require('../helpers/child');
 const { staticReport } = require('../../lib/report/page');
 
@@ -142,14 +142,7 @@ describe('sources/dns: the split into waiting for a DNS slot and resolving, agai
   });
 
   describe('the page\'s split (lib/report/page), in a browser', function () {
-    let browser;
-    before(async function () {
-      requireBrowser(this);
-      browser = await launchBrowser();
-    });
-    after(async () => {
-      if (browser) await browser.close();
-    });
+    const browser = useBrowser();
 
     // The bar's widths (% of the lookups' time waiting and resolving) and its title (mean ms).
     async function pageSplit(snapshot, name) {
