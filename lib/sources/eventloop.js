@@ -46,12 +46,9 @@ const METRICS = Object.freeze([
 /**
  * Whether iteration mode can run here: it reads libuv's idle time (performance.nodeTiming.idleTime,
  * Node 14.10+; Node configures the loop with UV_METRICS_IDLE_TIME at startup), and needs nothing
- * else. (It replaces supportsSamplePerIteration(), which asked whether monitorEventLoopDelay()
- * takes { samplePerIteration }, Node 24.19+ and 26.5+, when iteration mode was the default there
- * and used that option; the option is no longer used. That probe asked only those versions: where
- * the option is ignored a histogram would be created and dropped, which Node 20 later trips over
- * in process._getActiveHandles(), an assertion in AsyncWrap::GetOwner seen with prom-client's
- * default metrics; eventloop-timer.js keeps its one monitor for that reason.)
+ * else. (Node's monitorEventLoopDelay({ samplePerIteration }) is not used: it misses the poll
+ * phase. A monitor created and dropped trips Node 20 in process._getActiveHandles(), an assertion
+ * in AsyncWrap::GetOwner: eventloop-timer.js keeps its one monitor for that reason.)
  * @param {import('perf_hooks').Performance} performance
  * @returns {boolean}
  */
