@@ -11,14 +11,11 @@ const { reportError } = require('../../core/errors');
 const { published } = require('../../core/channels');
 const { injectFault, faultsOn } = require('../../core/faults');
 const { DnsWrappers, wrapCallbackLookup, wrapCallbackService } = require('./wrapper');
-const { SlotModel, SlotLookup, LookupRecords } = require('./slots');
+const { SlotModel, SlotLookup, LookupRecords, hrtimeBigInt } = require('./slots');
 const { Names, resolverTimeouts, TIMEOUT_FLOOR_S } = require('./names');
 
 // How far back percentiles reach by default.
 const RECENT_MS = 60000;
-// The process object, read once: the global `process` is an accessor on Node 20 (a global load and
-// a getter call at each use, in the lookup's path).
-const proc = process;
 
 // Per-lookup events (lib/core/channels.js) for exporters that record each lookup and for tracer
 // integrations. Published only when someone subscribes.
@@ -105,10 +102,8 @@ class AppLookups {
   record(ctx, err) {
     if (!ctx.live) return;
     try {
-      const t = proc.hrtime();
-      const nowS = t[0];
-      const nowNs = t[1];
-      this.#slots.done(ctx, nowS, nowNs);
+      const now = hrtimeBigInt();
+      this.#slots.done(ctx, now);
       this.inFlight--;
       if (faultsOn) injectFault('dns:record');
       const host = /** @type {import('./name-figures').NameFigures} */ (ctx.host);
@@ -116,8 +111,8 @@ class AppLookups {
         host.ended();
         return;
       }
-      // slots.js's secondsBetween(), written out: the same double.
-      const seconds = ((nowS - ctx.startS) * 1e9 + (nowNs - ctx.startNs)) / 1e9;
+      // slots.js's secondsBetween(), written out.
+      const seconds = Number(now - ctx.start) / 1e9;
       const wait = ctx.waitedS;
       const waited = wait < seconds ? wait : seconds;
       const errorType = err ? String(/** @type {any} */ (err).code || err.name || 'Error') : '';
@@ -254,8 +249,7 @@ function ownTracker(slots) {
     record: (ctx) => {
       if (!ctx.live) return;
       try {
-        const t = proc.hrtime();
-        slots.done(ctx, t[0], t[1]);
+        slots.done(ctx, hrtimeBigInt());
       } catch (e) {
         reportError('sampler:dns', e);
       } finally {
