@@ -77,7 +77,16 @@ class AppLookups {
       }
     }
     this.inFlight++;
-    this.#slots.submit(ctx);
+    // SlotModel#submit(), written out while a slot is free.
+    const slots = this.#slots;
+    const running = slots.running;
+    if (running < /** @type {number} */ (slots.size)) {
+      slots.running = running + 1;
+      ctx.waitedS = 0;
+      ctx.waiting = false;
+    } else {
+      slots.submit(ctx);
+    }
     return ctx;
   }
 
@@ -103,7 +112,10 @@ class AppLookups {
     if (!ctx.live) return;
     try {
       const now = hrtimeBigInt();
-      this.#slots.done(ctx, now);
+      // SlotModel#done(), written out while nothing is queued.
+      const slots = this.#slots;
+      if (ctx.waiting || slots.backlog > 0) slots.done(ctx, now);
+      else slots.running--;
       this.inFlight--;
       if (faultsOn) injectFault('dns:record');
       const host = /** @type {import('./name-figures').NameFigures} */ (ctx.host);

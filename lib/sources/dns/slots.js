@@ -100,12 +100,20 @@ class LookupRecords {
   }
 }
 
-/** Lookups get a slot FIFO as slots free; a lookup's `waitedS` is set when it does. */
+/**
+ * Lookups get a slot FIFO as slots free; a lookup's `waitedS` is set when it does. `size`,
+ * `running` and `backlog` are public for the sampler's path (sampler.js), which takes and gives
+ * back a slot itself while nothing is queued (submit() and done() written out: two calls less a
+ * lookup, in code that runs inside the app's call and callback) and calls these methods otherwise.
+ */
 class SlotModel {
   #sizeOf;
-  /** @type {number | null} */
-  #size = null;
-  #running = 0;
+  /** @type {number | null} the number of slots, null before the first lookup (submit() reads it then) */
+  size = null;
+  // Slots taken.
+  running = 0;
+  // Entries in the queue from its head on (abandoned ones too): 0 when nothing is queued.
+  backlog = 0;
   /** @type {(SlotLookup | null)[]} */
   #queue = [];
   #head = 0;
@@ -118,26 +126,22 @@ class SlotModel {
     this.#sizeOf = sizeOf;
   }
 
-  /** @returns {number | null} the number of slots, null before the first lookup */
-  get size() {
-    return this.#size;
-  }
-
   /**
    * A lookup was started: it takes a free slot now, or queues for one.
    * @param {SlotLookup} ctx
    */
   submit(ctx) {
-    let size = this.#size;
-    if (size === null) size = this.#size = this.#sizeOf();
-    const running = this.#running;
+    let size = this.size;
+    if (size === null) size = this.size = this.#sizeOf();
+    const running = this.running;
     ctx.waitedS = 0;
     if (running < size) {
-      this.#running = running + 1;
+      this.running = running + 1;
       ctx.waiting = false;
     } else {
       ctx.waiting = true;
       this.#queue.push(ctx);
+      this.backlog++;
     }
   }
 
@@ -155,9 +159,9 @@ class SlotModel {
       this.abandon(ctx);
       return;
     }
-    let running = this.#running - 1;
-    const size = /** @type {number} */ (this.#size);
-    const queue = this.#queue;
+    let running = this.running - 1;
+    const size = /** @type {number} */ (this.size);
+    let queue = this.#queue;
     let head = this.#head;
     while (running < size && head < queue.length) {
       const next = queue[head];
@@ -169,22 +173,27 @@ class SlotModel {
       next.waiting = false;
       running++;
     }
-    this.#running = running;
-    if (head > 1024 && head * 2 > queue.length) {
-      this.#queue = queue.slice(head);
+    this.running = running;
+    if (head === queue.length) {
+      // Nothing queued: emptied (while backlog is 0 the sampler's path gives slots back itself).
+      if (head > 0) queue.length = head = 0;
+    } else if (head > 1024 && head * 2 > queue.length) {
+      queue = this.#queue = queue.slice(head);
       head = 0;
     }
     this.#head = head;
+    this.backlog = queue.length - head;
   }
 
   /**
-   * A lookup that will not call back (the original threw): it leaves the queue or frees its slot.
+   * A lookup that will not call back (the original threw): it leaves the queue (its entry left
+   * null, still in the backlog until done() passes it) or frees its slot.
    * @param {SlotLookup} ctx
    */
   abandon(ctx) {
     const at = this.#queue.indexOf(ctx, this.#head);
     if (at !== -1) this.#queue[at] = null;
-    else if (!ctx.waiting && this.#running > 0) this.#running--;
+    else if (!ctx.waiting && this.running > 0) this.running--;
   }
 }
 
