@@ -42,22 +42,13 @@ const NO_CALLERS = Object.freeze([]);
  *   ('pkg' or 'file:line'), most frequent first
  */
 
-/**
- * The figures of one hostname (or of _other), for the sampler's life. What a lookup's start
- * touches is in public fields (`lookups`, `inFlight`, ...): it runs inside the app's call, often in
- * V8's interpreter or baseline code, where a private field's load costs more than a public one's.
- */
+/** The figures of one hostname (or of _other), for the sampler's life. */
 class NameFigures {
   #name;
-  // Lookups started since the start, and in flight now.
-  lookups = 0;
-  inFlight = 0;
+  #lookups = 0;
+  #inFlight = 0;
   // Lookups to go before the next one whose caller is captured (Names#sampledCaller sets it).
-  untilCapture = 0;
-  // The interval's figures that a lookup's start changes (the rest are in #interval).
-  intervalLookups = 0;
-  duplicates = 0;
-  maxInFlight = 0;
+  #untilCapture = 0;
   /** @type {Map<string, CallerCount>} by caller */
   #callers = new Map();
   /** @type {DnsHostDetails['callers']} the details' list: its entries are updated in place (see callerList) */
@@ -72,7 +63,7 @@ class NameFigures {
   #ok = undefined;
   /** @type {{ histogram: import('../../core/histogram').Histogram, point: object | null } | null} */
   #queueWait = null;
-  #interval = newInterval();
+  #interval = newInterval(0);
   #recent;
   /** @type {DnsHostDetails | null} */
   #details = null;
@@ -96,7 +87,7 @@ class NameFigures {
    * @param {number} lookups
    */
   captureGap(lookups) {
-    this.untilCapture = lookups;
+    this.#untilCapture = lookups;
   }
 
   /**
@@ -118,32 +109,21 @@ class NameFigures {
    * @returns {string | null} the caller captured for it, or null
    */
   started(names) {
-    const n = this.lookups;
-    const until = this.untilCapture;
-    // Most lookups: no capture due, a count down.
     let caller = null;
-    if (n >= CALLER_FIRST && until > 1) this.untilCapture = until - 1;
-    else caller = this.#capture(n, until, names);
-    const inFlight = this.inFlight + 1;
-    if (inFlight > 1) this.duplicates++;
-    this.inFlight = inFlight;
-    if (inFlight > this.maxInFlight) this.maxInFlight = inFlight;
-    this.lookups = n + 1;
-    this.intervalLookups++;
-    return caller;
-  }
-
-  // started()'s capture when one may be due (n lookups so far, `until` to go), counted for its
-  // caller.
-  #capture(n, until, names) {
-    let caller = null;
+    const n = this.#lookups;
     if (n < CALLER_FIRST) {
       if (n === 0) caller = names.firstCaller();
       else if (names.callerBudget > 0) caller = names.sampledCaller(this);
     } else {
-      if (until > 0) this.untilCapture = --until;
+      let until = this.#untilCapture;
+      if (until > 0) this.#untilCapture = --until;
       if (until === 0 && names.callerBudget > 0) caller = names.sampledCaller(this);
     }
+    const i = this.#interval;
+    const inFlight = this.#inFlight + 1;
+    if (inFlight > 1) i.duplicates++;
+    this.#inFlight = inFlight;
+    if (inFlight > i.maxInFlight) i.maxInFlight = inFlight;
     if (caller !== null) {
       let c = this.#callers.get(caller);
       if (!c && this.#callers.size < MAX_CALLERS) this.#callers.set(caller, (c = { count: 0, seconds: 0, entry: Object.seal({ caller, count: 0, seconds: 0 }) }));
@@ -152,19 +132,21 @@ class NameFigures {
         this.#callersChanged = true;
       }
     }
+    this.#lookups = n + 1;
+    i.lookups++;
     return caller;
   }
 
   /** A lookup started and then abandoned (the original threw): as if it never started. */
   abandoned() {
-    this.inFlight--;
-    this.lookups--;
-    this.intervalLookups--;
+    this.#inFlight--;
+    this.#lookups--;
+    this.#interval.lookups--;
   }
 
   /** A lookup called back after the sampler closed: no longer in flight, not recorded. */
   ended() {
-    this.inFlight--;
+    this.#inFlight--;
   }
 
   /**
@@ -180,7 +162,7 @@ class NameFigures {
    * @param {import('./names').Names} names
    */
   finished(seconds, waited, errorType, failed, caller, names) {
-    this.inFlight--;
+    this.#inFlight--;
     let s = errorType === '' ? this.#ok : this.#series.get(errorType);
     if (s === undefined) s = names.addSeries(this, errorType);
     s.histogram.observe(seconds);
@@ -222,7 +204,7 @@ class NameFigures {
   updateDetails(since) {
     const i = this.#interval;
     const d = this.details;
-    d.lookups = this.intervalLookups;
+    d.lookups = i.lookups;
     d.errors = i.errors;
     d.seconds = i.seconds;
     d.queueWaitSeconds = i.queueWaitSeconds;
@@ -230,11 +212,11 @@ class NameFigures {
     d.queuedLookups = i.queuedLookups;
     this.#recent.stats(since, d);
     d.maxSeconds = i.maxSeconds;
-    d.duplicates = this.duplicates;
-    d.maxInFlight = this.maxInFlight;
+    d.duplicates = i.duplicates;
+    d.maxInFlight = i.maxInFlight;
     d.timeouts = i.timeouts;
-    d.inFlight = this.inFlight;
-    d.totalLookups = this.lookups;
+    d.inFlight = this.#inFlight;
+    d.totalLookups = this.#lookups;
     if (this.#callersChanged || this.#callerList.length !== this.#callers.size) {
       this.#callerList = callerList(this.#callers, this.#callerList);
       this.#callersChanged = false;
@@ -248,15 +230,14 @@ class NameFigures {
    */
   endInterval() {
     const i = this.#interval;
-    i.errors = i.seconds = i.queueWaitSeconds = i.resolveSeconds = i.queuedLookups = 0;
-    i.maxSeconds = i.timeouts = 0;
-    this.intervalLookups = this.duplicates = 0;
-    this.maxInFlight = this.inFlight;
+    i.lookups = i.errors = i.seconds = i.queueWaitSeconds = i.resolveSeconds = i.queuedLookups = 0;
+    i.maxSeconds = i.duplicates = i.timeouts = 0;
+    i.maxInFlight = this.#inFlight;
   }
 }
 
-function newInterval() {
-  return { errors: 0, seconds: 0, queueWaitSeconds: 0, resolveSeconds: 0, queuedLookups: 0, maxSeconds: 0, timeouts: 0 };
+function newInterval(inFlight) {
+  return { lookups: 0, errors: 0, seconds: 0, queueWaitSeconds: 0, resolveSeconds: 0, queuedLookups: 0, maxSeconds: 0, duplicates: 0, maxInFlight: inFlight, timeouts: 0 };
 }
 
 /**
