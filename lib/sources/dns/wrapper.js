@@ -140,10 +140,11 @@ function wrapCallbackLookup(original, tracker) {
       }
       return Reflect.apply(cb, this, arguments);
     };
-    const args = Array.prototype.slice.call(arguments);
-    args[typeof options === 'function' ? 1 : 2] = done;
+    // The app's arguments with its callback replaced, in this call's own arguments object (strict
+    // mode: not tied to the parameters), which Reflect.apply copies: no array of our own.
+    arguments[typeof options === 'function' ? 1 : 2] = done;
     try {
-      return Reflect.apply(original, this, args);
+      return Reflect.apply(original, this, arguments);
     } catch (err) {
       if (pending) {
         pending = false;
