@@ -127,31 +127,35 @@ class RecentLookups {
       return;
     }
     const mean = sum / n;
-    let sq = 0;
-    for (let j = 0; j < n; j++) sq += (values[j] - mean) ** 2;
     values.subarray(0, n).sort();
     const p99 = values[rankIndex(n, 0.99)];
-    out.p50 = values[rankIndex(n, 0.5)];
-    out.p99 = p99;
-    out.stddev = Math.sqrt(sq / n);
-    out.tail = this.#tailOf(p99, since);
-    out.mean = mean;
-  }
-
-  // The tail: every lookup at or above p99 (the slowest 1 %, at least one), its mean duration
-  // split into waiting and resolving, in the one tail object of this name.
-  #tailOf(p99, since) {
-    const buf = this.#buf;
+    // One more pass over the window, in the buffer's order (the order the sums above took): the
+    // squared deviations, and the tail (every lookup at or above p99: the slowest 1 %, at least
+    // one), its durations and waits.
+    let sq = 0;
     let tn = 0;
     let tWait = 0;
     let tTotal = 0;
-    for (let k = 0; k < this.#count; k++) {
-      if (buf[3 * k] >= since && buf[3 * k + 1] >= p99) {
+    for (let k = 0; k < count; k++) {
+      if (buf[3 * k] < since) continue;
+      const v = buf[3 * k + 1];
+      sq += (v - mean) ** 2;
+      if (v >= p99) {
         tn++;
-        tTotal += buf[3 * k + 1];
+        tTotal += v;
         tWait += buf[3 * k + 2];
       }
     }
+    out.p50 = values[rankIndex(n, 0.5)];
+    out.p99 = p99;
+    out.stddev = Math.sqrt(sq / n);
+    out.tail = this.#tailOf(tn, tTotal, tWait);
+    out.mean = mean;
+  }
+
+  // The tail's figures (tn lookups, their durations and waits summed) in the one tail object of
+  // this name: its mean duration split into waiting and resolving.
+  #tailOf(tn, tTotal, tWait) {
     let tail = this.#tail;
     if (tail === null) tail = this.#tail = Object.seal({ lookups: 0, meanSeconds: 0.5, queueWaitSeconds: 0.5, resolveSeconds: 0.5 });
     tail.lookups = tn;
