@@ -17,10 +17,6 @@ const { Names, resolverTimeouts, TIMEOUT_FLOOR_S } = require('./names');
 // How far back percentiles reach by default.
 const RECENT_MS = 60000;
 
-// Idle records of app lookups kept at most (the most ever in flight, up to that; beyond them a
-// record is left to the GC), as LookupRecords' default.
-const KEEP_RECORDS = 256;
-
 // Per-lookup events (lib/core/channels.js) for exporters that record each lookup and for tracer
 // integrations. Published only when someone subscribes.
 const { dnsLookupStart: startChannel, dnsLookupEnd: endChannel } = published;
@@ -47,11 +43,7 @@ class AppLookup extends SlotLookup {
 class AppLookups {
   #names;
   #slots;
-  // Idle records, as LookupRecords keeps them (a stack in an array that keeps its length, at most
-  // KEEP_RECORDS), its take() and release() written out here: a call less at each end of a lookup.
-  /** @type {(AppLookup | null)[]} */
-  #free = [];
-  #idle = 0;
+  #records = new LookupRecords(() => new AppLookup());
   // The last hostname looked up and the figures it counts in: the same name again finds them
   // without Names#hostFor()'s Map (a hostname counts in the same figures for the sampler's life,
   // _other included: names are never dropped).
@@ -84,18 +76,7 @@ class AppLookups {
       this.#lastHost = host;
       this.#lastHostname = hostname;
     }
-    const n = this.#idle;
-    let ctx;
-    if (n > 0) {
-      const free = this.#free;
-      ctx = /** @type {AppLookup} */ (free[n - 1]);
-      free[n - 1] = null;
-      this.#idle = n - 1;
-    } else {
-      ctx = new AppLookup();
-    }
-    ctx.start = hrtimeBigInt();
-    ctx.live = true;
+    const ctx = this.#records.take();
     ctx.hostname = hostname;
     ctx.host = host;
     ctx.caller = host.started(names);
@@ -168,12 +149,7 @@ class AppLookups {
       ctx.hostname = '';
       ctx.host = null;
       ctx.caller = null;
-      ctx.live = false;
-      const n = this.#idle;
-      if (n < KEEP_RECORDS) {
-        this.#free[n] = ctx;
-        this.#idle = n + 1;
-      }
+      this.#records.release(ctx);
     }
   }
 
@@ -183,12 +159,7 @@ class AppLookups {
     ctx.hostname = '';
     ctx.host = null;
     ctx.caller = null;
-    ctx.live = false;
-    const n = this.#idle;
-    if (n < KEEP_RECORDS) {
-      this.#free[n] = ctx;
-      this.#idle = n + 1;
-    }
+    this.#records.release(ctx);
   }
 }
 
