@@ -30,7 +30,9 @@ const DEFERRED = [
   /^lib\/index\.js$/,
   /^lib\/agent\/(sampling|resolver)\.js$/,
   /^lib\/sources\/(eventloop|memory|resources)\.js$/,
-  /^lib\/sources\/threadpool\/(?!index\.js$|metrics\.js$)/,
+  /^lib\/sources\/threadpool\/(?!index\.js$)/,
+  // The metrics' declarations (read by the catalog) and the resolver configuration.
+  /^lib\/sources\/(metric-def|dns\/metrics|dns\/resolver)\.js$/,
   // The DNS sampler's model (the figures by name, the DNS-slot model): from the first lookup on;
   // a name's figures and the caller capture: from the app's first lookup on.
   /^lib\/sources\/dns\/(names|slots|name-figures|recent)\.js$/,
