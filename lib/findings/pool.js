@@ -220,30 +220,22 @@ defineColumns(CpuFigures.prototype, CPU_FIGURES);
 /**
  * What cpu-starved keeps of each sample (seconds in the interval): the main thread's time on a
  * CPU and waiting for one (its schedstat), the whole process's CPU time, the loop's utilization
- * and the CPU budget. Nulls where the platform does not tell.
+ * (the summary's: window.js summarize() read it) and the CPU budget. Nulls where the platform
+ * does not tell.
  * @param {{ points: readonly object[], details: any }} sample
- * @param {object} [kept] what this returned for an interval that left the window, overwritten
- * @param {{ cells: Columns, at: number, cpuAt?: number }} [summary] the summary it is kept in: its
- *   figures go to its row's cells (summary.cpuAt)
+ * @param {object|undefined} kept what this returned for an interval that left the window, overwritten
+ * @param {{ cells: Columns, cpuAt: number, utilization?: number }} summary the interval's summary
+ *   (window.js): its figures go to its row's cells (summary.cpuAt)
  */
 function cpuFigures(sample, kept, summary) {
   const el = (sample.details && sample.details.eventloop) || {};
   const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-  // The loop's utilization: the summary's (window.js summarize() read it), else the sample's.
-  let utilization = null;
-  if (summary && 'utilization' in summary) utilization = summary.utilization;
-  else {
-    const elu = findPoint(sample.points, 'nodejs.eventloop.utilization');
-    if (elu) utilization = elu.value;
-  }
   const budget = cpuBudget(sample.points);
-  const out = kept || (summary && typeof summary.cpuAt === 'number'
-    ? new CpuFigures(summary.cells, summary.cpuAt)
-    : new CpuFigures(new Columns(1, CPU_FIGURES.length), 0));
+  const out = kept || new CpuFigures(summary.cells, summary.cpuAt);
   out.mainCpu = num(el.mainThreadCpuSeconds);
   out.mainWait = num(el.mainThreadWaitSeconds);
   out.processCpu = num(el.processCpuSeconds);
-  out.utilization = num(utilization);
+  out.utilization = num(summary.utilization);
   out.budget = budget.cpus;
   out.budgetFrom = budget.from;
   return out;
