@@ -9,10 +9,15 @@
 // loading any preload costs this Node, which the agent cannot go below.
 // Each run spawns a fresh node. Wall time is measured here around the child (spawn to exit, the
 // same overhead on both sides); CPU time (user + system) and peak RSS (maxRSS) are read inside the
-// child by a second preload, bench/fixtures/exit-usage.js, that prints process.resourceUsage() on
-// exit: it is loaded in both variants, after the agent, so it adds the same to each. The order
-// flips every run (without, with / with, without, ...). Printed: the median of each variant, the
-// median of the per-pair differences and their interquartile range (the spread between runs).
+// child by the app's own code: the app is bench/fixtures/exit-usage.js's text, given with -e in
+// every variant, which prints process.resourceUsage() on exit. It was a second preload, loaded
+// after the agent: on Node 24 and 26 Node's resolution of that file's path was enough path work
+// for V8's first Maglev compile (~2 MB of the compiler's pages) in every variant but the one
+// without a preload, which an empty preload file crossed as the agent did. As -e code it adds no
+// path resolution: the figures match the whole process's peak (os.wait4 from a parent) within
+// 0.1 MB. The order flips every run (without, with / with, without, ...). Printed: the median of
+// each variant, the median of the per-pair differences and their interquartile range (the spread
+// between runs).
 // Bounded: runs x 2 children of ~0.1 s each (~10 s at the defaults); a watchdog ends it at 120 s.
 //
 // --instructions N: instead, each variant N times under valgrind's callgrind (user-space
@@ -27,7 +32,9 @@ const { scrubEnv, watchdog } = require('../support/processes');
 
 const REPO = path.resolve(__dirname, '..');
 const REGISTER = path.join(REPO, 'register.js');
-const EXIT_USAGE = path.join(__dirname, 'fixtures', 'exit-usage.js');
+const fs = require('fs');
+// The app of every variant: prints its CPU time and peak RSS on exit.
+const EXIT_USAGE = fs.readFileSync(path.join(__dirname, 'fixtures', 'exit-usage.js'), 'utf8');
 const EMPTY = path.join(__dirname, 'fixtures', 'empty-preload.js');
 
 function parseArgs(argv) {
@@ -61,7 +68,7 @@ function parseArgs(argv) {
 function runOnce(preloads, env) {
   const args = [];
   for (const p of preloads) args.push('--require', p);
-  args.push('--require', EXIT_USAGE, '-e', '0');
+  args.push('-e', EXIT_USAGE);
   const t0 = process.hrtime.bigint();
   const r = spawnSync(process.execPath, args, { env, encoding: 'utf8', timeout: 30000 });
   const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;

@@ -72,7 +72,7 @@ function summarizePool(sample, previous, seconds, into = null, cells = undefined
   const pending = (kind) => value('nodejs.uv.threadpool.pending', { 'nodejs.uv.threadpool.kind': kind });
   const probeIn = (queue) => value('uvscope.probe.in_flight', { 'nodejs.uv.threadpool.queue': queue }) || 0;
   const tracer = details.tracer || null;
-  const pool = into || { size: undefined, slots: undefined, pending: null, work: null, dns: null, busy: null, tracer: null };
+  const pool = into || { size: undefined, slots: undefined, pending: null, work: null, dns: null, busy: null, tracer: null, ownPending: null, ownTracer: null };
   pool.size = details.size || value('nodejs.uv.threadpool.size');
   pool.slots = details.dnsSlots || value('nodejs.uv.threadpool.dns_slots');
   // the app's own work: the agent's probes are taken out
@@ -84,12 +84,13 @@ function summarizePool(sample, previous, seconds, into = null, cells = undefined
   if (dns === 0 && fs === 0 && crypto === 0 && zlib === 0 && other === 0) {
     pool.pending = NO_PENDING;
   } else {
-    const p = pool.pending && pool.pending !== NO_PENDING ? pool.pending : (pool.pending = { dns: 0, fs: 0, crypto: 0, zlib: 0, other: 0 });
+    const p = pool.ownPending || (pool.ownPending = { dns: 0, fs: 0, crypto: 0, zlib: 0, other: 0 });
     p.dns = dns;
     p.fs = fs;
     p.crypto = crypto;
     p.zlib = zlib;
     p.other = other;
+    pool.pending = p;
   }
   if (!pool.work) {
     const own = cells || new Columns(1, POOL_CELLS);
@@ -108,7 +109,7 @@ function summarizePool(sample, previous, seconds, into = null, cells = undefined
     if (idle) {
       pool.tracer = idle;
     } else {
-      const t = pool.tracer && !Object.isFrozen(pool.tracer) ? pool.tracer : { mode: undefined, armed: false, armedSince: null, jobs: NO_JOBS };
+      const t = pool.ownTracer || (pool.ownTracer = { mode: undefined, armed: false, armedSince: null, jobs: NO_JOBS });
       t.mode = tracer.mode;
       t.armed = armed;
       t.armedSince = armedSince;
@@ -124,8 +125,9 @@ function summarizePool(sample, previous, seconds, into = null, cells = undefined
 const NO_JOBS = Object.freeze([]);
 // The figures of most intervals, one object each for every summary that has them (the window
 // holds 600 summaries at 100 ms; an object each was ~120 bytes a summary kept for 60 s): no
-// pool work pending, and a tracer not armed that saw no job, by its mode. Frozen: a summary that
-// leaves the window gets objects of its own again when its figures differ.
+// pool work pending, and a tracer not armed that saw no job, by its mode. pending and tracer
+// point at one of these or at the summary's own (ownPending, ownTracer: made the first time its
+// figures differ, and kept with the summary as it is reused), and only its own are written.
 const NO_PENDING = Object.freeze({ dns: 0, fs: 0, crypto: 0, zlib: 0, other: 0 });
 /** @type {Map<string, Readonly<{ mode: string, armed: boolean, armedSince: null, jobs: readonly object[] }>>} */
 const IDLE_TRACER = new Map(['auto', 'on', 'off'].map((mode) => [mode, Object.freeze({ mode, armed: false, armedSince: null, jobs: NO_JOBS })]));
@@ -220,30 +222,22 @@ defineColumns(CpuFigures.prototype, CPU_FIGURES);
 /**
  * What cpu-starved keeps of each sample (seconds in the interval): the main thread's time on a
  * CPU and waiting for one (its schedstat), the whole process's CPU time, the loop's utilization
- * and the CPU budget. Nulls where the platform does not tell.
+ * (the summary's: window.js summarize() read it) and the CPU budget. Nulls where the platform
+ * does not tell.
  * @param {{ points: readonly object[], details: any }} sample
- * @param {object} [kept] what this returned for an interval that left the window, overwritten
- * @param {{ cells: Columns, at: number, cpuAt?: number }} [summary] the summary it is kept in: its
- *   figures go to its row's cells (summary.cpuAt)
+ * @param {object|undefined} kept what this returned for an interval that left the window, overwritten
+ * @param {{ cells: Columns, cpuAt: number, utilization?: number }} summary the interval's summary
+ *   (window.js): its figures go to its row's cells (summary.cpuAt)
  */
 function cpuFigures(sample, kept, summary) {
   const el = (sample.details && sample.details.eventloop) || {};
   const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-  // The loop's utilization: the summary's (window.js summarize() read it), else the sample's.
-  let utilization = null;
-  if (summary && 'utilization' in summary) utilization = summary.utilization;
-  else {
-    const elu = findPoint(sample.points, 'nodejs.eventloop.utilization');
-    if (elu) utilization = elu.value;
-  }
   const budget = cpuBudget(sample.points);
-  const out = kept || (summary && typeof summary.cpuAt === 'number'
-    ? new CpuFigures(summary.cells, summary.cpuAt)
-    : new CpuFigures(new Columns(1, CPU_FIGURES.length), 0));
+  const out = kept || new CpuFigures(summary.cells, summary.cpuAt);
   out.mainCpu = num(el.mainThreadCpuSeconds);
   out.mainWait = num(el.mainThreadWaitSeconds);
   out.processCpu = num(el.processCpuSeconds);
-  out.utilization = num(utilization);
+  out.utilization = num(summary.utilization);
   out.budget = budget.cpus;
   out.budgetFrom = budget.from;
   return out;

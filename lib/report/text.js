@@ -3,6 +3,7 @@
 const { findPoint } = require('../snapshot/snapshot');
 const { poolCpuWaitShare } = require('../findings/pool');
 const { typeName } = require('../findings/found/pool');
+const { otherPoolWork, RULES: POOL_WORK_RULES } = require('./other-pool-work');
 const CPU_STARVED = require('../findings/rules/cpu-starved');
 const { ms, round } = require('../core/format');
 
@@ -32,10 +33,12 @@ function formatReport(snapshot) {
     .filter((h) => h.recentLookups > 0)
     .sort((a, b) => b.recentLookups * b.mean - a.recentLookups * a.mean);
   const onThread = poolThreadText(snapshot);
-  if (hosts.length) lines.push(`dns lookups (last interval: mean = waiting for a DNS slot + ${onThread ? 'on a pool thread' : 'resolving'}; recent: p50, p99, standard deviation):`);
+  // Other work that held the pool: lookups with a DNS slot waited for a thread behind it.
+  const heldBy = otherPoolWork(snapshot.details && snapshot.details.threadpool, max, POOL_WORK_RULES);
+  if (hosts.length) lines.push(`dns lookups (last interval: mean = waiting for a DNS slot + ${onThread ? 'on a pool thread' : 'resolving'}${heldBy ? ' or waiting for a thread held by other work' : ''}; recent: p50, p99, standard deviation):`);
   for (const h of hosts.slice(0, MAX_HOSTS)) {
     const split = h.lookups > 0
-      ? `${msDns(h.seconds / h.lookups)} = ${msDns(h.queueWaitSeconds / h.lookups)} waiting for a DNS slot + ${msDns(h.resolveSeconds / h.lookups)} ${onThread || 'resolving'}`
+      ? `${msDns(h.seconds / h.lookups)} = ${msDns(h.queueWaitSeconds / h.lookups)} waiting for a DNS slot + ${msDns(h.resolveSeconds / h.lookups)} ${onThread || 'resolving'}${heldBy}`
       : 'none this interval';
     lines.push(`  ${h.name}: ${h.lookups} lookups, ${split}; recent ${h.recentLookups}: p50 ${msDns(h.p50)}, p99 ${msDns(h.p99)}, stddev ${msDns(h.stddev)}`);
   }

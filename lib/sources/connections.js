@@ -2,7 +2,6 @@
 
 const diagnosticsChannel = require('diagnostics_channel');
 const { Histogram } = require('../core/histogram');
-const { metricDef } = require('./metric-def');
 const { reportError } = require('../core/errors');
 const { creatingOwnConnection, isOwnRequest } = require('../core/own-io');
 const { subscribed: CHANNELS, safeSubscriber } = require('../core/channels');
@@ -19,14 +18,23 @@ const COMPONENT = 'sampler:connections';
 /** Upper bounds for outgoing connect phases (DNS lookup, TCP handshake). */
 const CONNECT_BUCKETS = Object.freeze([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 4, 6, 9, 11, 20, 30]);
 
-/** @type {readonly import('./metric-def').MetricDef[]} */
-const METRICS = Object.freeze([
-  metricDef('nodejs.net.connect.duration', 'histogram', 's', ['nodejs.net.connect.phase'],
-    'Outgoing TCP connections: time from the socket\'s creation to its lookup event (phase dns) and from there to connect (phase tcp; from creation when no lookup was needed).',
-    CONNECT_BUCKETS),
-  metricDef('nodejs.http.client.requests', 'counter', '{request}', ['nodejs.http.client', 'nodejs.http.connection.reused'],
-    'Outgoing HTTP requests by client (http: http/https modules; fetch: undici) and whether they reused a kept-alive connection.'),
-]);
+/** @type {readonly import('./metric-def').MetricDef[] | null} */
+let METRICS = null;
+
+// What it produces, made when the catalog first reads them (at the agent's second phase): the
+// preload, which creates this sampler, does not load metric-def.js.
+function metrics() {
+  if (METRICS) return METRICS;
+  const { metricDef } = require('./metric-def');
+  METRICS = Object.freeze([
+    metricDef('nodejs.net.connect.duration', 'histogram', 's', ['nodejs.net.connect.phase'],
+      'Outgoing TCP connections: time from the socket\'s creation to its lookup event (phase dns) and from there to connect (phase tcp; from creation when no lookup was needed).',
+      CONNECT_BUCKETS),
+    metricDef('nodejs.http.client.requests', 'counter', '{request}', ['nodejs.http.client', 'nodejs.http.connection.reused'],
+      'Outgoing HTTP requests by client (http: http/https modules; fetch: undici) and whether they reused a kept-alive connection.'),
+  ]);
+  return METRICS;
+}
 
 /**
  * Outgoing connections and requests: how long each TCP connect takes and how much of it is the
@@ -211,7 +219,9 @@ const source = Object.freeze({
   name: 'connections',
   early: true,
   settings: Object.freeze([]),
-  metrics: METRICS,
+  get metrics() {
+    return metrics();
+  },
   create: () => createConnectionsSampler(),
 });
 

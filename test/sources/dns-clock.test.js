@@ -1,7 +1,7 @@
 'use strict';
 
 // What the DNS sampler records for each lookup, against durations the test sets: its clock
-// (process.hrtime.bigint(), read once by lib/sources/dns/slots.js when it loads) replaced by one
+// (process.hrtime.bigint(), read once by sampler.js and slots.js when they load) replaced by one
 // the test moves, and a fake dns module whose callbacks the test makes. Every figure is then
 // known exactly: each lookup's duration, its wait for a DNS slot (2 slots: UV_THREADPOOL_SIZE=4),
 // the interval's sums, the histograms and the recent window's percentiles and tail. This covers
@@ -12,21 +12,26 @@ const assert = require('node:assert/strict');
 
 const SAMPLER = require.resolve('../../lib/sources/dns/sampler');
 const SLOTS = require.resolve('../../lib/sources/dns/slots');
+const NAMES = require.resolve('../../lib/sources/dns/names');
 
-// The sampler with the test's clock: loaded fresh with process.hrtime.bigint() replaced, which
-// slots.js reads once; both modules are taken out of the cache again so that other tests load
-// their own.
-function samplerWithClock(clock) {
+// Runs fn with the sampler's modules loaded with the test's clock: process.hrtime.bigint()
+// replaced while fn runs (sampler.js reads it when it loads, slots.js when the first lookup loads
+// it), those modules (and names.js, which holds slots.js's record class) taken out of the cache
+// before and after, so that other tests load their own.
+async function withClock(clock, fn) {
   const real = process.hrtime.bigint;
-  delete require.cache[SAMPLER];
-  delete require.cache[SLOTS];
-  process.hrtime.bigint = () => clock.now;
-  try {
-    return require(SAMPLER).createDnsSampler;
-  } finally {
-    process.hrtime.bigint = real;
+  const drop = () => {
     delete require.cache[SAMPLER];
     delete require.cache[SLOTS];
+    delete require.cache[NAMES];
+  };
+  drop();
+  process.hrtime.bigint = () => clock.now;
+  try {
+    return await fn(require(SAMPLER).createDnsSampler);
+  } finally {
+    process.hrtime.bigint = real;
+    drop();
   }
 }
 
@@ -48,9 +53,9 @@ function fakeDns() {
 const ms = (n) => BigInt(n) * 1000000n;
 
 describe('sources/dns: the figures of lookups whose durations the test sets (its own clock)', () => {
-  it('each lookup timed from its call to its callback, a queued one split into its wait for a slot and its resolving', async () => {
+  it('each lookup timed from its call to its callback, a queued one split into its wait for a slot and its resolving', () => {
     const clock = { now: ms(5000) };
-    const createDnsSampler = samplerWithClock(clock);
+    return withClock(clock, async (createDnsSampler) => {
     const { dns, calls } = fakeDns();
     const sampler = createDnsSampler({ dns, env: { UV_THREADPOOL_SIZE: '4' } });
     try {
@@ -106,11 +111,12 @@ describe('sources/dns: the figures of lookups whose durations the test sets (its
     } finally {
       sampler.close();
     }
+    });
   });
 
   it('a lookup queued behind slots that free one at a time waits until its own slot frees, then the model is empty again', () => {
     const clock = { now: ms(1000) };
-    const createDnsSampler = samplerWithClock(clock);
+    return withClock(clock, (createDnsSampler) => {
     const { dns, calls } = fakeDns();
     const sampler = createDnsSampler({ dns, env: { UV_THREADPOOL_SIZE: '4' } });
     try {
@@ -144,5 +150,6 @@ describe('sources/dns: the figures of lookups whose durations the test sets (its
     } finally {
       sampler.close();
     }
+    });
   });
 });

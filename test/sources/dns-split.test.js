@@ -17,6 +17,11 @@
 // 4 slots instead of 2 move the first case's wait from 600 ms to 1,500, 300 or 200; a wait that
 // ended at the lookup's own callback, or at none, by 600 ms; slots handed out last-in first-out
 // put the tail's slowest lookup at 100 ms waiting instead of 200.
+//
+// Waiting behind other work: the model replays DNS slots only, so a lookup that had a slot but
+// found every thread held by 4 pbkdf2 jobs is counted as resolving; what the report and the page
+// then add (lib/report/other-pool-work.js) is checked against the app's own clock for the jobs,
+// and its twin without the jobs keeps the plain wording.
 
 const assert = require('node:assert/strict');
 const path = require('path');
@@ -37,6 +42,11 @@ const near = (actual, expected, tol, what) => assert.ok(Math.abs(actual - expect
 
 const BURST = Array.from({ length: 6 }, () => ({ name: 'burst.split.test', atMs: 0 }));
 const SPACED = Array.from({ length: 6 }, (_, i) => ({ name: 'spaced.split.test', atMs: i * 60 }));
+// 4 pbkdf2 jobs on the pool of 4, submitted just before 2 lookups (which have their 2 slots), after
+// a first sample whose work probe then queues behind the jobs; its twin, the same without the jobs.
+const POOLED = Array.from({ length: 2 }, () => ({ name: 'pooled.split.test', atMs: 0 }));
+const UNPOOLED = Array.from({ length: 2 }, () => ({ name: 'unpooled.split.test', atMs: 0 }));
+const POOL_WORK = { jobs: 4, iterations: 400000 };
 const HELD = [
   { name: 'a.hold.split.test', atMs: 0 }, { name: 'b.hold.split.test', atMs: 0 },
   { name: 'behind.split.test', atMs: 0 }, { name: 'behind.split.test', atMs: 0 },
@@ -56,15 +66,16 @@ describe('sources/dns: the split into waiting for a DNS slot and resolving, agai
   const runs = new Map();
 
   /**
-   * Runs the app's plan; returns its snapshot and text report, each name's details, and each
-   * name's lookups as the server and the app saw them (in call order).
+   * Runs the app's plan (with a first sample before it, and pool work, when asked); returns its
+   * snapshot and text report, each name's details, each name's lookups as the server and the app
+   * saw them (in call order) and the pool jobs as the app timed them.
    */
-  async function run(plan) {
+  async function run(plan, { sampleFirst = false, pool = null, env = {} } = {}) {
     server.reset();
     const r = await runInNamespace({
       resolvConf: resolvConf({ nameserver: NAMESERVER }),
       args: [APP],
-      env: { UV_THREADPOOL_SIZE: '4', FIXTURE_PLAN: JSON.stringify({ warm: 'warm.test', lookups: plan }) },
+      env: { UV_THREADPOOL_SIZE: '4', ...env, FIXTURE_PLAN: JSON.stringify({ warm: 'warm.test', lookups: plan, sampleFirst, pool }) },
       timeoutMs: 15000,
     });
     assert.equal(r.code, 0, r.stderr);
@@ -80,7 +91,7 @@ describe('sources/dns: the split into waiting for a DNS slot and resolving, agai
         return { wait: (qs[k].at - c.at) / 1000, resolve: (c.end - qs[k].at) / 1000, seconds: (c.end - c.at) / 1000 };
       }));
     }
-    const result = { snapshot: out.snapshot, text: out.text, truth, host: (name) => out.snapshot.details.dns.hosts.find((h) => h.name === name) };
+    const result = { snapshot: out.snapshot, text: out.text, truth, poolJobs: out.poolJobs, host: (name) => out.snapshot.details.dns.hosts.find((h) => h.name === name) };
     runs.set(plan, result);
     return result;
   }
@@ -141,6 +152,54 @@ describe('sources/dns: the split into waiting for a DNS slot and resolving, agai
     assert.ok(t.every((x) => x.wait >= HOLD && x.wait < HOLD + D / 2), `setup: the waits ${t.map((x) => x.wait)}`);
   });
 
+  // The text report's words after "resolving" (or the CPU wording) for other work that held the
+  // pool, and the work probe's wait it gives, in ms; null without them.
+  const heldByText = (text, name) => {
+    const line = text.split('\n').find((l) => l.startsWith(`  ${name}: `));
+    const m = /, or waiting for a pool thread held by other work \((.*?)a job waited up to (\d+) ms for a thread\); recent /.exec(line);
+    return m ? { named: m[1], waitedMs: Number(m[2]) } : null;
+  };
+
+  it('lookups that had a DNS slot but waited for a thread behind 4 pbkdf2 jobs: wait 0, "resolving" is the whole lookup, and the report says it includes waiting for a thread held by other work', async () => {
+    const r = await run(POOLED, { sampleFirst: true, pool: POOL_WORK });
+    const name = 'pooled.split.test';
+    const h = r.host(name);
+    const t = r.truth.get(name);
+    const jobs = r.poolJobs.map((j) => (j.end - j.at) / 1000);
+    if (process.env.UVSCOPE_TEST_VERBOSE) console.log(name, { h, t, jobs, probes: r.snapshot.details.threadpool.probes }, r.text);
+    // The setup: the server saw each query far later than a lookup with a free thread sends it
+    // (0.5 to 6 ms, above): the lookups waited for a thread behind the jobs.
+    assert.ok(t.every((x) => x.wait >= 0.1), `setup: the lookups waited ${t.map((x) => x.wait)} s for a thread (the pbkdf2 jobs took ${jobs} s)`);
+    // The model: the 2 lookups had the 2 slots, so no DNS-slot wait; the wait for a thread is in
+    // "resolving" (the model cannot see it).
+    assert.equal(h.lookups, t.length);
+    assert.equal(h.queueWaitSeconds, 0);
+    near(h.resolveSeconds, sum(t, 'wait') + sum(t, 'resolve'), t.length * 0.002, `${name}: resolving holds the wait for a thread`);
+    // What the report says: the work probe (launched after the first sample, behind the jobs)
+    // waited for a job to end (less the loop's own delay): no longer than the slowest job took
+    // (the app's clock; a loaded machine moves the callbacks' order by a few ms).
+    const held = heldByText(r.text, name);
+    assert.ok(held, `the text report names the other work: ${r.text}`);
+    assert.ok(held.waitedMs <= (Math.max(...jobs) + TOL) * 1000, `the probe's wait ${held.waitedMs} ms, the jobs took ${jobs} s`);
+    assert.match(r.text, /mean = waiting for a DNS slot \+ (resolving|on a pool thread) or waiting for a thread held by other work;/);
+  });
+
+  it('the same with the tracer on: the report names the work (crypto (pbkdf2))', async () => {
+    const r = await run(POOLED, { sampleFirst: true, pool: POOL_WORK, env: { UVSCOPE_TRACER: 'on' } });
+    const held = heldByText(r.text, 'pooled.split.test');
+    assert.ok(held, r.text);
+    assert.equal(held.named, 'crypto (pbkdf2): ');
+  });
+
+  it('its twin without the pbkdf2 jobs: the plain wording', async () => {
+    const r = await run(UNPOOLED, { sampleFirst: true });
+    const t = r.truth.get('unpooled.split.test');
+    assert.ok(t.every((x) => x.wait < D / 2), `setup: no lookup waited (the server saw waits ${t.map((x) => x.wait)})`);
+    assert.equal(r.host('unpooled.split.test').queueWaitSeconds, 0);
+    assert.doesNotMatch(r.text, /held by other work/);
+    assert.match(r.text.split('\n').find((l) => l.startsWith('  unpooled.split.test: ')), / ms resolving; recent /);
+  });
+
   describe('the page\'s split (lib/report/page), in a browser', function () {
     const browser = useBrowser();
 
@@ -174,6 +233,19 @@ describe('sources/dns: the split into waiting for a DNS slot and resolving, agai
         near(Number(m[1].replace(',', '')) / 1000, sum(t, 'wait') / t.length, TOL + 0.00005, `${name}: the page's mean wait`);
         near(Number(m[2].replace(',', '')) / 1000, sum(t, 'resolve') / t.length, TOL + 0.00005, `${name}: the page's mean resolving`);
       }
+    });
+
+    it('says what the text report says of other work that held the pool (4 pbkdf2 jobs), and nothing of it in the twin without them', async () => {
+      const clause = /, or waiting for a pool thread held by other work \(.*?\)(?=; recent |$)/;
+      const pooled = runs.get(POOLED) || (await run(POOLED, { sampleFirst: true, pool: POOL_WORK }));
+      const text = clause.exec(pooled.text.split('\n').find((l) => l.startsWith('  pooled.split.test: ')));
+      assert.ok(text, pooled.text);
+      const shown = await pageSplit(pooled.snapshot, 'pooled.split.test');
+      assert.equal(shown.wait, 0);
+      assert.equal((clause.exec(shown.title) || [])[0], text[0], `the page's title: ${shown.title}`);
+      const twin = runs.get(UNPOOLED) || (await run(UNPOOLED, { sampleFirst: true }));
+      const plain = await pageSplit(twin.snapshot, 'unpooled.split.test');
+      assert.match(plain.title, / ms resolving$/);
     });
   });
 });

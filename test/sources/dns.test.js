@@ -87,6 +87,32 @@ describe('samplers/dns: every lookup, against a DNS server the test controls', f
     assert.ok(Math.abs(s.sum - results[0].seconds) < 0.01, `agent ${s.sum} s vs app ${results[0].seconds} s`);
   });
 
+  // The DNS sampler's model (names.js, slots.js) loads at the first lookup, inside the app's call:
+  // that lookup is counted all the same, with its own duration (loading comes before its start).
+  for (const via of ['lookup', 'promises']) {
+    it(`the app's first lookup, made at its first line (${via}), is counted with its duration`, async () => {
+      const name = `first-${via}.slow.test`;
+      const port = await freePort();
+      const r = await runInNamespace({
+        resolvConf: resolvConf({ nameserver: '127.0.0.2' }),
+        args: ['--require', REGISTER, path.join(FIXTURES, 'first-lookup-app.js')],
+        env: { UVSCOPE_PROMETHEUS_PORT: String(port), UVSCOPE_INTERVAL_MS: '100', FIXTURE_VIA: via, FIXTURE_NAME: name },
+        timeoutMs: 30000,
+      });
+      assert.equal(r.code, 0, r.stderr);
+      const out = lastJson(r.stdout);
+      assert.equal(out.code, null);
+      const s = lookupSeries(parsePrometheus(out.metrics), name);
+      assert.equal(s.count, 1);
+      const qs = server.queries.filter((q) => q.name === name);
+      const span = (Math.max(...qs.map((q) => q.answeredAt)) - Math.min(...qs.map((q) => q.at))) / 1000;
+      assert.ok(span >= DELAY_MS / 1000 - 0.001, `the server answered in ${span} s`);
+      assert.ok(s.sum >= span - 0.002, `${s.sum} s < the ${span} s the server took`);
+      assert.ok(s.sum <= span + 0.02, `${s.sum} s much more than the ${span} s the server took`);
+      assert.ok(s.sum <= out.seconds + 0.001, `agent ${s.sum} s > app-measured ${out.seconds} s`);
+    });
+  }
+
   it('does not count the agent\'s own probe lookups, and bounds hostnames (beyond UVSCOPE_DNS_MAX_NAMES they count as _other)', async () => {
     const names = ['a.fast.test', 'b.fast.test', 'c.fast.test', 'd.fast.test'];
     // A slow lookup first keeps the pool busy across samples, so the probes run (they run only

@@ -2,7 +2,7 @@
 
 const assert = require('node:assert/strict');
 const { parseResolvConf, parseHosts, searchExpanded } = require('../../lib/sources/dns/resolver');
-const { resolverTimeouts } = require('../../lib/sources/dns/sampler');
+const { resolverTimeouts } = require('../../lib/sources/dns/names');
 
 describe('resolver configuration', () => {
   it('parses resolv.conf as glibc does: defaults, caps, the last search wins, RES_OPTIONS and LOCALDOMAIN', () => {

@@ -1,41 +1,12 @@
 'use strict';
 
 // The threadpool figures only a finding's text reads (lib/findings/found/*.js, the exit report):
-// job type names, the tracer's jobs over the window, busy threads, the lookups' times. Loaded with
-// the first finding that needs them; the figures every sample needs are in lib/findings/pool.js.
+// job type names (lib/findings/job-types.js), the tracer's jobs over the window, busy threads,
+// the lookups' times. Loaded with the first finding that needs them; the figures every sample
+// needs are in lib/findings/pool.js.
 
 const { round } = require('../../core/format');
-
-/** Provider types (Node's src/async_wrap.h) as the API a developer calls. */
-const TYPE_NAMES = Object.freeze({
-  PBKDF2REQUEST: 'pbkdf2',
-  SCRYPTREQUEST: 'scrypt',
-  RANDOMBYTESREQUEST: 'randomBytes/randomFill',
-  RANDOMPRIMEREQUEST: 'generatePrime',
-  CHECKPRIMEREQUEST: 'checkPrime',
-  KEYPAIRGENREQUEST: 'generateKeyPair',
-  KEYGENREQUEST: 'generateKey',
-  HKDFREQUEST: 'hkdf',
-  DERIVEBITSREQUEST: 'webcrypto deriveBits',
-  SIGNREQUEST: 'sign/verify (webcrypto)',
-  HASHREQUEST: 'digest (webcrypto)',
-  HMACREQUEST: 'hmac (webcrypto)',
-  CIPHERREQUEST: 'encrypt/decrypt (webcrypto)',
-  KEYEXPORTREQUEST: 'exportKey (webcrypto)',
-  ZLIB: 'zlib',
-  FSREQCALLBACK: 'fs (callbacks)',
-  FSREQPROMISE: 'fs.promises',
-  GETADDRINFOREQWRAP: 'dns.lookup',
-  GETNAMEINFOREQWRAP: 'dns.lookupService',
-});
-
-/**
- * A readable name for a job type as the tracer reports it.
- * @param {string} type provider type (PBKDF2REQUEST) or an addon's resource name
- */
-function typeName(type) {
-  return TYPE_NAMES[String(type).toUpperCase()] || String(type);
-}
+const { typeName } = require('../job-types');
 
 /**
  * Tracer jobs summed over the intervals it was armed: seconds and completions add up, the

@@ -9,10 +9,11 @@
 const { Histogram } = require('../../core/histogram');
 const { DNS_BUCKETS } = require('./metrics');
 const { QUEUE_WAIT_BUCKETS } = require('../threadpool/metrics');
+const { SlotLookup } = require('./slots');
 
-// The DNS sampler is created in the preload; a name's figures (name-figures.js, recent.js) and the
-// caller capture (core/callers.js) load at the app's first lookup, not before its first line
-// (a fifth of the preload's source: bench/startup.js).
+// The DNS sampler is created in the preload and loads this file at the first lookup; a name's
+// figures (name-figures.js, recent.js) and the caller capture (core/callers.js) load at the app's
+// first lookup (the agent's own lookups are counted under no name).
 /** @type {typeof import('./name-figures').NameFigures | null} */
 let NameFigures = null;
 /** @type {typeof import('../../core/callers').captureCaller | null} */
@@ -50,6 +51,18 @@ const TIMEOUT_FLOOR_S = 1 - TIMEOUT_EARLY_S;
  * The lookup durations of one name and error type ('' for success), and its point for its life.
  * @typedef {{ name: string, errorType: string, histogram: Histogram, point: object | null }} DnsSeries
  */
+
+/**
+ * An app lookup in flight: its name, the figures it counts in and its caller, with the model's
+ * part (slots.js). One record is reused from lookup to lookup.
+ */
+class AppLookup extends SlotLookup {
+  hostname = '';
+  /** @type {import('./name-figures').NameFigures | null} */
+  host = null;
+  /** @type {string | null} */
+  caller = null;
+}
 
 /** Every name looked up, its series (by error type) and its queue-wait histogram. */
 class Names {
@@ -245,4 +258,4 @@ function resolverTimeouts(seconds, timeout) {
   return k >= 1 && seconds >= k * timeout - TIMEOUT_EARLY_S && seconds <= k * timeout + TIMEOUT_LATE_S ? k : 0;
 }
 
-module.exports = { Names, resolverTimeouts, TIMEOUT_FLOOR_S };
+module.exports = { Names, AppLookup, resolverTimeouts, TIMEOUT_FLOOR_S };

@@ -1,15 +1,9 @@
 'use strict';
 
 const fs = require('fs');
-const { setting, readSetting } = require('../../core/setting');
-const { parseString } = require('../../settings/parsers');
-
-// glibc's variables, read as glibc reads them (never invalid) when the resolver configuration is
-// read: the app may set them in its own code.
-const LOCALDOMAIN = setting('resolver.localDomain', 'LOCALDOMAIN', parseString, 'a search list', { late: true, default: undefined, doc: 'glibc\'s override of the resolv.conf search list' });
-const RES_OPTIONS = setting('resolver.options', 'RES_OPTIONS', parseString, 'resolver options', { late: true, default: undefined, doc: 'glibc\'s resolver options, on top of resolv.conf' });
-/** The settings declared here (lib/sources/dns/index.js lists them). */
-const SETTINGS = Object.freeze([LOCALDOMAIN, RES_OPTIONS]);
+const { readSetting } = require('../../core/setting');
+// glibc's LOCALDOMAIN and RES_OPTIONS, read as glibc reads them (declared with the source).
+const { LOCALDOMAIN, RES_OPTIONS } = require('./index');
 
 // glibc's defaults (resolv/res_init.c, resolv.conf(5)): RES_TIMEOUT 5 s, RES_DFLRETRY 2,
 // ndots 1; caps: timeout 30, attempts 5, ndots 15.
@@ -116,4 +110,4 @@ function searchExpanded(name, conf) {
   return dots < conf.ndots;
 }
 
-module.exports = { parseResolvConf, parseHosts, readResolverConfig, searchExpanded, DEFAULTS, SETTINGS };
+module.exports = { parseResolvConf, parseHosts, readResolverConfig, searchExpanded, DEFAULTS };

@@ -3,6 +3,9 @@
 // The DNS sampler: every dns.lookup the app makes, timed from call to callback. It ties together
 // the wrappers (wrapper.js: the app's call and callback), the DNS-slot model (slots.js: each
 // lookup's wait for a slot) and the figures by hostname (names.js, name-figures.js, recent.js).
+// The sampler is created in the preload, with its wrappers in place; the model and the figures
+// load at the first lookup (the app's or the agent's own), so a process that never looks up a
+// name never loads them (bench/startup.js).
 
 const dnsModule = require('dns');
 const { dnsSlots, UV_THREADPOOL_SIZE } = require('../../core/libuv');
@@ -11,8 +14,9 @@ const { reportError } = require('../../core/errors');
 const { published } = require('../../core/channels');
 const { injectFault, faultsOn } = require('../../core/faults');
 const { DnsWrappers, wrapCallbackLookup, wrapCallbackService } = require('./wrapper');
-const { SlotModel, SlotLookup, LookupRecords, hrtimeBigInt } = require('./slots');
-const { Names, resolverTimeouts, TIMEOUT_FLOOR_S } = require('./names');
+
+// The clock of a lookup's end, as slots.js's of its start: process.hrtime.bigint(), read once.
+const hrtimeBigInt = process.hrtime.bigint;
 
 // How far back percentiles reach by default.
 const RECENT_MS = 60000;
@@ -22,15 +26,31 @@ const RECENT_MS = 60000;
 const { dnsLookupStart: startChannel, dnsLookupEnd: endChannel } = published;
 
 /**
- * An app lookup in flight: its name, the figures it counts in and its caller, with the model's
- * part (slots.js). One record is reused from lookup to lookup.
+ * What the first lookup makes (loadModel()): the figures by name, the DNS-slot model and the
+ * records lookups in flight are kept in.
+ * @typedef {object} Model
+ * @property {import('./names').Names} names
+ * @property {import('./slots').SlotModel} slots
+ * @property {import('./slots').LookupRecords<import('./names').AppLookup>} appRecords the app's lookups
+ * @property {import('./slots').LookupRecords<import('./slots').SlotLookup>} ownRecords the agent's own
+ * @property {number} timeoutFloorS the shortest lookup that can have waited for a resolver timeout
  */
-class AppLookup extends SlotLookup {
-  hostname = '';
-  /** @type {import('./name-figures').NameFigures | null} */
-  host = null;
-  /** @type {string | null} */
-  caller = null;
+
+/**
+ * Loads names.js and slots.js and makes the model: at the first lookup.
+ * @param {{ maxNames: number, recentMs: number, resolver: () => { timeout: number } | null, env?: NodeJS.ProcessEnv }} options
+ * @returns {Model}
+ */
+function loadModel({ maxNames, recentMs, resolver, env }) {
+  const { Names, AppLookup, TIMEOUT_FLOOR_S } = require('./names');
+  const { SlotModel, SlotLookup, LookupRecords } = require('./slots');
+  return {
+    names: new Names({ maxNames, recentMs, resolver }),
+    slots: new SlotModel(() => dnsSlots(readSetting(UV_THREADPOOL_SIZE, env))),
+    appRecords: new LookupRecords(() => new AppLookup()),
+    ownRecords: new LookupRecords(() => new SlotLookup(), 16),
+    timeoutFloorS: TIMEOUT_FLOOR_S,
+  };
 }
 
 /**
@@ -41,9 +61,15 @@ class AppLookup extends SlotLookup {
  * V8's interpreter or baseline code.
  */
 class AppLookups {
-  #names;
-  #slots;
-  #records = new LookupRecords(() => new AppLookup());
+  #model;
+  // The model's parts, from the first lookup on (#load()).
+  /** @type {import('./names').Names} */
+  #names = /** @type {any} */ (null);
+  /** @type {import('./slots').SlotModel} */
+  #slots = /** @type {any} */ (null);
+  /** @type {import('./slots').LookupRecords<import('./names').AppLookup>} */
+  #records = /** @type {any} */ (null);
+  #timeoutFloorS = 0;
   // The last hostname looked up and the figures it counts in: the same name again finds them
   // without Names#hostFor()'s Map (a hostname counts in the same figures for the sampler's life,
   // _other included: names are never dropped).
@@ -53,22 +79,20 @@ class AppLookups {
   inFlight = 0;
   active = true;
 
-  /**
-   * @param {Names} names
-   * @param {SlotModel} slots
-   */
-  constructor(names, slots) {
-    this.#names = names;
-    this.#slots = slots;
+  /** @param {() => Model} model the sampler's model, made at its first call */
+  constructor(model) {
+    this.#model = model;
   }
 
   /**
-   * An app lookup starts, inside the app's call.
+   * An app lookup starts, inside the app's call. The first one loads the model, before its start
+   * is read: loading is not counted in its duration.
    * @param {string} hostname
-   * @returns {AppLookup}
+   * @returns {import('./names').AppLookup}
    */
   started(hostname) {
     if (faultsOn) injectFault('dns:started');
+    if (this.#names === null) this.#load();
     const names = this.#names;
     let host = this.#lastHost;
     if (host === null || hostname !== this.#lastHostname) {
@@ -103,7 +127,7 @@ class AppLookups {
 
   /**
    * The original threw: no lookup after all.
-   * @param {AppLookup} ctx
+   * @param {import('./names').AppLookup} ctx
    */
   abandoned(ctx) {
     if (!ctx.live) return;
@@ -116,7 +140,7 @@ class AppLookups {
   /**
    * An app lookup called back: its slot goes to the next, and (until close()) its duration and
    * wait are recorded for its name and published.
-   * @param {AppLookup} ctx
+   * @param {import('./names').AppLookup} ctx
    * @param {Error | null} err
    */
   record(ctx, err) {
@@ -140,7 +164,7 @@ class AppLookups {
       const waited = wait < seconds ? wait : seconds;
       const errorType = err ? String(/** @type {any} */ (err).code || err.name || 'Error') : '';
       host.finished(seconds, waited, errorType, err ? true : false, ctx.caller, this.#names);
-      if (seconds >= TIMEOUT_FLOOR_S) this.#names.timeouts(host, seconds);
+      if (seconds >= this.#timeoutFloorS) this.#names.timeouts(host, seconds);
       if (endChannel.hasSubscribers) endChannel.publish({ hostname: ctx.hostname, name: host.name, errorType, seconds, queueWaitSeconds: waited });
     } catch (e) {
       reportError('sampler:dns', e);
@@ -153,8 +177,16 @@ class AppLookups {
     }
   }
 
+  #load() {
+    const model = this.#model();
+    this.#names = model.names;
+    this.#slots = model.slots;
+    this.#records = model.appRecords;
+    this.#timeoutFloorS = model.timeoutFloorS;
+  }
+
   // Done with: the record goes back for the next lookup, holding nothing of this one.
-  /** @param {AppLookup} ctx */
+  /** @param {import('./names').AppLookup} ctx */
   #release(ctx) {
     ctx.hostname = '';
     ctx.host = null;
@@ -178,8 +210,8 @@ class AppLookups {
  * its slot in the model without being counted.
  */
 class DnsSampler {
-  #names;
-  #slots;
+  /** @type {Model | null} made at the first lookup */
+  #parts = null;
   #wrappers;
   #ownLookup;
   #ownLookupService;
@@ -187,12 +219,11 @@ class DnsSampler {
 
   /** @param {NonNullable<Parameters<typeof createDnsSampler>[0]>} options */
   constructor(options) {
-    const maxNames = options.maxNames || 100;
-    this.#names = new Names({ maxNames, recentMs: options.recentMs || RECENT_MS, resolver: options.resolver || (() => null) });
-    this.#slots = new SlotModel(() => dnsSlots(readSetting(UV_THREADPOOL_SIZE, options.env)));
-    this.#app = new AppLookups(this.#names, this.#slots);
+    const settings = { maxNames: options.maxNames || 100, recentMs: options.recentMs || RECENT_MS, resolver: options.resolver || (() => null), env: options.env };
+    const model = () => this.#parts || (this.#parts = loadModel(settings));
+    this.#app = new AppLookups(model);
     this.#wrappers = new DnsWrappers(options.dns || dnsModule, this.#app);
-    const own = ownTracker(this.#slots);
+    const own = ownTracker(model);
     this.#ownLookup = wrapCallbackLookup(this.#wrappers.original, own);
     const dns = options.dns || dnsModule;
     this.#ownLookupService = wrapCallbackService((...args) => dns.lookupService(...args), own);
@@ -231,7 +262,7 @@ class DnsSampler {
    * @returns {object[]}
    */
   sample() {
-    return this.#names.points();
+    return this.#parts ? this.#parts.names.points() : NONE;
   }
 
   /**
@@ -243,13 +274,15 @@ class DnsSampler {
    * @returns {DnsDetails}
    */
   details() {
-    const hosts = this.#names.details();
-    return { inFlight: this.#app.inFlight, dnsSlots: this.#slots.size, hosts };
+    const parts = this.#parts;
+    if (!parts) return { inFlight: this.#app.inFlight, dnsSlots: null, hosts: NONE };
+    const hosts = parts.names.details();
+    return { inFlight: this.#app.inFlight, dnsSlots: parts.slots.size, hosts };
   }
 
   /** Start a new interval: per-hostname interval figures and the caller budget start over. */
   endInterval() {
-    this.#names.endInterval();
+    if (this.#parts) this.#parts.names.endInterval();
   }
 
   /** Stops counting and puts dns.lookup and dns.promises.lookup back. */
@@ -259,30 +292,37 @@ class DnsSampler {
   }
 }
 
+// Before the first lookup: no points, no names (frozen, as the snapshot freezes what it holds).
+/** @type {any[]} */
+const NONE = /** @type {any} */ (Object.freeze([]));
+
 // The agent's own lookups: they hold DNS slots like any other, so the model sees them, but they
-// are not the app's and are counted nowhere.
-function ownTracker(slots) {
-  const records = new LookupRecords(() => new SlotLookup(), 16);
+// are not the app's and are counted nowhere. A live context means the model was made.
+/** @param {() => Model} model */
+function ownTracker(model) {
   return {
     started: () => {
-      const ctx = records.take();
+      const { ownRecords, slots } = model();
+      const ctx = ownRecords.take();
       slots.submit(ctx);
       return ctx;
     },
     record: (ctx) => {
       if (!ctx.live) return;
+      const { ownRecords, slots } = model();
       try {
         slots.done(ctx, hrtimeBigInt());
       } catch (e) {
         reportError('sampler:dns', e);
       } finally {
-        records.release(ctx);
+        ownRecords.release(ctx);
       }
     },
     abandoned: (ctx) => {
       if (!ctx.live) return;
+      const { ownRecords, slots } = model();
       slots.abandon(ctx);
-      records.release(ctx);
+      ownRecords.release(ctx);
     },
   };
 }
@@ -305,5 +345,4 @@ function createDnsSampler(options = {}) {
   return new DnsSampler(options);
 }
 
-// resolverTimeouts: for its test (test/sources/resolver.test.js).
-module.exports = { createDnsSampler, resolverTimeouts };
+module.exports = { createDnsSampler };

@@ -7,7 +7,6 @@
 
 const { setting } = require('../../core/setting');
 const { parseOneOf, parseInteger } = require('../../settings/parsers');
-const { METRICS } = require('./metrics');
 
 const SETTINGS = Object.freeze([
   setting('tracer.mode', 'UVSCOPE_TRACER', parseOneOf(['auto', 'on', 'off']), 'auto (armed for a window when the pool looks saturated), on or off', { default: 'auto', doc: 'the threadpool tracer (async_hooks)' }),
@@ -22,7 +21,10 @@ const source = Object.freeze({
   // With the tracer on (UVSCOPE_TRACER=on) it follows jobs from the app's first line.
   early: (options) => Boolean(options.tracer && options.tracer.mode === 'on'),
   settings: SETTINGS,
-  metrics: METRICS,
+  // Read by the catalog, at the agent's second phase: metrics.js is not loaded in the preload.
+  get metrics() {
+    return require('./metrics').METRICS;
+  },
   create: (ctx) => require('./sampler').createThreadpoolSampler({ lookupService: ctx.ownIo.lookupService, tracer: ctx.options.tracer }),
 });
 
