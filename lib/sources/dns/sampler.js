@@ -69,7 +69,11 @@ class AppLookups {
   #slots = /** @type {any} */ (null);
   /** @type {import('./slots').LookupRecords<import('./names').AppLookup>} */
   #records = /** @type {any} */ (null);
-  #timeoutFloorS = 0;
+  // Null until the model loads: a field that only ever held numbers is a double field in V8, which
+  // the interpreter boxes into a new heap number at each load (16 bytes a lookup); one that held
+  // null keeps the number's object and loads it as it is.
+  /** @type {number} */
+  #timeoutFloorS = /** @type {any} */ (null);
   // The last hostname looked up and the figures it counts in: the same name again finds them
   // without Names#hostFor()'s Map (a hostname counts in the same figures for the sampler's life,
   // _other included: names are never dropped).
