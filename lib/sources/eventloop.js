@@ -194,8 +194,11 @@ class EventLoopSampler {
     const performance = this.#performance;
     /** @type {import('./index').RawPoint[]} */
     const out = [{ name: 'nodejs.eventloop.delay.mode', attributes: MODE_ATTRIBUTES(this.mode), value: 1 }];
-    const elu = performance.eventLoopUtilization(this.#lastElu);
-    this.#lastElu = performance.eventLoopUtilization();
+    // One reading a sample: the interval's utilization is this reading against the last one (and
+    // the next interval starts where this one ends, with no gap between two readings).
+    const now = performance.eventLoopUtilization();
+    const elu = performance.eventLoopUtilization(now, this.#lastElu);
+    this.#lastElu = now;
     out.push({ name: 'nodejs.eventloop.utilization', attributes: NO_ATTRIBUTES, value: elu.utilization });
     const uv = uvMetrics(performance);
     if (uv) {
@@ -319,8 +322,7 @@ function openSchedstat() {
       if (fd === null) return null;
       try {
         const n = fs.readSync(fd, buf, 0, buf.length, 0);
-        const f = buf.toString('latin1', 0, n).split(' ');
-        const out = [Number(f[0]), Number(f[1])];
+        const out = [fieldAt(buf, n, 0), fieldAt(buf, n, 1)];
         return Number.isFinite(out[0]) && Number.isFinite(out[1]) ? out : null;
       } catch {
         return null;
@@ -337,6 +339,33 @@ function openSchedstat() {
     },
   };
   return sched.read() ? sched : (sched.close(), null);
+}
+
+/**
+ * The i-th space-separated field of buf's first n bytes as a number, as Number() reads it (NaN
+ * when it is not all digits), read from the bytes: no string per field at every sample. Fields of
+ * more than 15 digits (past 2^53, exact only as Number() rounds them) go through a string.
+ * @param {Buffer} buf
+ * @param {number} n
+ * @param {number} index
+ */
+function fieldAt(buf, n, index) {
+  let at = 0;
+  for (let f = 0; f < index; f++) {
+    while (at < n && buf[at] !== 0x20) at++;
+    at++;
+  }
+  if (at > n) return NaN; // fewer fields (split() gives undefined)
+  let end = at;
+  while (end < n && buf[end] !== 0x20 && buf[end] !== 0x0a) end++;
+  if (end === at || end - at > 15) return Number(buf.toString('latin1', at, end));
+  let value = 0;
+  for (let i = at; i < end; i++) {
+    const d = buf[i] - 0x30;
+    if (d < 0 || d > 9) return NaN;
+    value = value * 10 + d;
+  }
+  return value;
 }
 
 /**
