@@ -156,7 +156,8 @@ const CPU_FIGURES = ['mainCpu', 'mainWait', 'processCpu', 'utilization', 'budget
  * @param {number} seconds length of the interval
  * @param {object|null} [into] the figures of a summary that left the window, overwritten (with
  *   their pending, probe and tracer parts) rather than new ones made
- * @param {Columns} [cells] the window's columns, where the probes' waits are kept
+ * @param {Columns} [cells] the window's columns, where the pool's numbers are kept (a pool without
+ *   them has columns of its own)
  * @param {number} [at] the first of the POOL_CELLS cells of this summary's row
  */
 function summarizePool(sample, previous, seconds, into = null, cells = undefined, at = 0) {
