@@ -16,8 +16,9 @@ const { Columns, defineColumns } = require('./columns');
 // (lib/findings/columns.js: the summary's row), the probes' and the busy threads' too, so that
 // an interval keeps one object here, not four (the pool's, a probe's twice, a copy of the
 // busy-thread reading with its doubles as heap numbers: ~200 bytes an interval). `work`, `dns`
-// and `busy` read as before, as objects made the first time they are read (the rules' gates
-// read the cells: poolWait(), cpuStarved()).
+// and `busy` read as before, as a new object at each read, kept by nothing here (what a finding's
+// text reads once it fired); the gates and found/ code read the cells (poolWait(), probeWait(),
+// cpuStarved()).
 //
 // Cells from `at`: the work probe's wait, the dns probe's, whether each was stuck (0 or 1), then
 // the busy threads' BUSY_FIGURES.
@@ -56,30 +57,22 @@ class PoolFigures {
     // a copy of any other reading (keptBusy()).
     /** @type {any} */
     this.busyKept = null;
-    // The objects `work`, `dns` and `busy` return, made when first read: [work, dns, busy].
-    /** @type {any[]|null} */
-    this.views = null;
   }
 
   /** The work probe's figures: { wait, stuck }. */
   get work() {
-    return this.#view(WORK);
+    return new ProbeFigures(this.cells, this.at + WORK, this.at + STUCK + WORK);
   }
 
   /** The dns probe's figures: { wait, stuck }. */
   get dns() {
-    return this.#view(DNS);
+    return new ProbeFigures(this.cells, this.at + DNS, this.at + STUCK + DNS);
   }
 
   /** The busy-thread reading as details.threadpool.busy gave it (its fields), or null. */
   get busy() {
     const kept = this.busyKept;
-    return kept === IN_CELLS ? this.#view(2) : kept;
-  }
-
-  #view(i) {
-    const views = this.views || (this.views = [null, null, null]);
-    return views[i] || (views[i] = i === 2 ? new BusyFigures(this.cells, this.at + BUSY_AT) : new ProbeFigures(this.cells, this.at + i, this.at + STUCK + i));
+    return kept === IN_CELLS ? new BusyFigures(this.cells, this.at + BUSY_AT) : kept;
   }
 }
 
@@ -310,15 +303,24 @@ function probeFigures(pool, i, wait, stuck) {
 function poolWait(s) {
   const pool = s.pool;
   if (!pool) return null;
-  // The cells where the pool keeps them (no object for the probe), else its work object.
-  const own = pool instanceof PoolFigures;
-  const wait = own ? pool.cells.get(pool.at + WORK) : pool.work.wait;
+  const wait = probeWait(pool, 'work');
   if (wait === null) return null;
   const loop = s.delayMax || 0;
   // A probe still in flight while the loop was blocked for most of the interval says nothing.
-  const stuck = own ? pool.cells.get(pool.at + STUCK + WORK) === 1 : pool.work.stuck;
+  const stuck = pool instanceof PoolFigures ? pool.cells.get(pool.at + STUCK + WORK) === 1 : pool.work.stuck;
   if (stuck && loop >= s.seconds / 2) return 0;
   return Math.max(0, wait - loop);
+}
+
+/**
+ * A probe's wait in an interval (seconds, or null without a reading), from the pool's cells
+ * where it keeps them (no object made), else its probe's figures.
+ * @param {any} pool an interval summary's pool
+ * @param {'work'|'dns'} which
+ */
+function probeWait(pool, which) {
+  if (pool instanceof PoolFigures) return pool.cells.get(pool.at + (which === 'work' ? WORK : DNS));
+  return pool[which].wait;
 }
 
 /**
@@ -438,4 +440,4 @@ function poolCpuWaitShare(busy) {
   return total > 0 ? busy.runnable / total : 0;
 }
 
-module.exports = { POOL_CELLS, CPU_FIGURES, summarizePool, poolWait, poolHeld, availableCores, cpuBudget, cpuFigures, cpuStarved, poolCpuWaitShare };
+module.exports = { POOL_CELLS, CPU_FIGURES, summarizePool, poolWait, probeWait, poolHeld, availableCores, cpuBudget, cpuFigures, cpuStarved, poolCpuWaitShare };
