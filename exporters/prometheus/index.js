@@ -101,8 +101,7 @@ async function writeTextSliced(sources, write, sliceMs = 5) {
 function* textPieces(sources) {
   const byName = new Map();
   for (const { attributes, snapshot } of sources) {
-    let extra = '';
-    for (const [k, v] of Object.entries(attributes)) extra += `,${shortName(k)}="${escapeLabelValue(v)}"`;
+    const extra = labelText(attributes);
     for (const p of snapshot.points) {
       let list = byName.get(p.name);
       if (!list) byName.set(p.name, (list = []));
@@ -111,13 +110,11 @@ function* textPieces(sources) {
   }
   let first = true;
   for (const def of CATALOG) {
-    const name = prometheusName(def);
-    yield `${first ? '' : '\n\n'}# HELP ${name} ${escapeString(def.help)}\n# TYPE ${name} ${def.type}`;
+    const { name, header } = headerOf(def);
+    yield first ? header.slice(2) : header;
     first = false;
     for (const { p, extra } of byName.get(def.name) || []) {
-      let labels = '';
-      for (const [k, v] of Object.entries(p.attributes)) labels += `,${shortName(k)}="${escapeLabelValue(v)}"`;
-      labels = (labels + extra).slice(1);
+      const labels = (labelText(p.attributes) + extra).slice(1);
       if (!p.histogram) {
         yield `\n${name}${labels ? `{${labels}}` : ''} ${valueString(p.value)}`;
         continue;
@@ -136,6 +133,36 @@ function* textPieces(sources) {
     }
   }
   yield '\n';
+}
+
+// Each catalog metric's name and HELP/TYPE lines (after a blank line), made at the first render:
+// the same text at every scrape, and the help texts are most of the metrics text's length.
+/** @type {Map<object, { name: string, header: string }>} */
+const headers = new Map();
+
+function headerOf(def) {
+  let h = headers.get(def);
+  if (h === undefined) {
+    const name = prometheusName(def);
+    headers.set(def, (h = { name, header: `\n\n# HELP ${name} ${escapeString(def.help)}\n# TYPE ${name} ${def.type}` }));
+  }
+  return h;
+}
+
+// A point's attributes as label text (',k="v"' each), kept for frozen attributes objects: the
+// samplers hand out the same frozen object for a series at every sample.
+/** @type {WeakMap<object, string>} */
+const labelTexts = new WeakMap();
+
+function labelText(attributes) {
+  let text = labelTexts.get(attributes);
+  if (text !== undefined) return text;
+  text = '';
+  for (const k in attributes) {
+    if (Object.prototype.hasOwnProperty.call(attributes, k)) text += `,${shortName(k)}="${escapeLabelValue(attributes[k])}"`;
+  }
+  if (Object.isFrozen(attributes)) labelTexts.set(attributes, text);
+  return text;
 }
 
 // As prom-client writes them (lib/registry.js, lib/util.js).

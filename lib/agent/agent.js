@@ -260,7 +260,9 @@ class Agent {
   #exportAll(snapshot) {
     // A process that does not hold the endpoint's port sends its snapshot to the one that does.
     if (this.#server) this.#safely('multiprocess', () => this.#server.export(snapshot));
-    for (const exporter of this.#exporters) {
+    const exporters = this.#exporters;
+    for (let i = 0; i < exporters.length; i++) {
+      const exporter = exporters[i];
       if (typeof exporter.export !== 'function') continue;
       try {
         injectFault(`export:${exporter.name}`);

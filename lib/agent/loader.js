@@ -53,8 +53,16 @@ function loadFile(root, filename, parent) {
   mod.path = filename.slice(0, filename.lastIndexOf('/'));
   mod.filename = filename;
   lazyPaths(mod);
+  // What each id resolved to (null: Node's loader): the lazy require()s inside getters and
+  // per-sample code run every sample, and resolving builds strings every time.
+  /** @type {Map<string, string | null>} */
+  const resolved = new Map();
   mod.require = function require(id) {
-    const target = typeof id === 'string' ? inPackage(root, mod.path, id) : null;
+    let target = null;
+    if (typeof id === 'string') {
+      target = resolved.get(id);
+      if (target === undefined) resolved.set(id, (target = inPackage(root, mod.path, id)));
+    }
     return target ? loadFile(root, target, mod) : Module.prototype.require.call(mod, id);
   };
   require.cache[filename] = mod;

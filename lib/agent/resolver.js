@@ -13,6 +13,8 @@ class ResolverConfig {
   /** @type {any} lib/sources/dns/resolver.js readResolverConfig() */
   #config = null;
   #readAt = 0;
+  /** @type {{ config: any, details: any } | null} details() of the config last read (a new read, new details) */
+  #details = null;
 
   /** @returns {any} the configuration last read, or null before the first read (or if it failed) */
   get current() {
@@ -35,9 +37,15 @@ class ResolverConfig {
 
   /** @returns {import('../snapshot/snapshot').ResolverDetails | null} the snapshot's details.resolver */
   details() {
-    if (!this.#config) return null;
-    const { hosts, ...conf } = this.#config;
-    return { ...conf, hostsNames: [...hosts].slice(0, 1000) };
+    const config = this.#config;
+    if (!config) return null;
+    // The same object for every sample until the files are read again (frozen with the first
+    // snapshot that holds it): not two copies of /etc/hosts' names every sample.
+    if (this.#details === null || this.#details.config !== config) {
+      const { hosts, ...conf } = config;
+      this.#details = { config, details: { ...conf, hostsNames: [...hosts].slice(0, 1000) } };
+    }
+    return this.#details.details;
   }
 }
 

@@ -27,7 +27,9 @@ function countResources() {
  */
 function samplePoints(samplers, tick) {
   const points = [];
-  for (const sampler of samplers) {
+  // Index loops over the samplers too (here and below): no iterator result per sampler.
+  for (let s = 0; s < samplers.length; s++) {
+    const sampler = samplers[s];
     try {
       injectFault(`sample:${sampler.name}`);
       // Samplers return fresh points: frozen in place rather than copied (fewer objects per sample).
@@ -56,7 +58,8 @@ function samplePoints(samplers, tick) {
  */
 function collectDetails(samplers) {
   const details = {};
-  for (const sampler of samplers) {
+  for (let s = 0; s < samplers.length; s++) {
+    const sampler = samplers[s];
     if (typeof sampler.details !== 'function') continue;
     try {
       injectFault(`details:${sampler.name}`);
@@ -73,7 +76,8 @@ function collectDetails(samplers) {
  * @param {import('../sources').Sampler[]} samplers
  */
 function endIntervals(samplers) {
-  for (const sampler of samplers) {
+  for (let s = 0; s < samplers.length; s++) {
+    const sampler = samplers[s];
     if (typeof sampler.endInterval !== 'function') continue;
     try {
       sampler.endInterval();

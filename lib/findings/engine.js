@@ -120,7 +120,8 @@ class FindingsEngine {
     this.#keepCallers(sample);
     this.#context.resolver = sample.details.resolver;
     const found = [];
-    for (const rule of RULES) {
+    for (let i = 0; i < RULES.length; i++) {
+      const rule = RULES[i];
       const result = rule.evaluate(window, lim, this.#context);
       if (result) found.push({ id: rule.id, ...result });
     }

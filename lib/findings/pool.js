@@ -11,24 +11,133 @@ const os = require('os');
 const { findPoint } = require('../snapshot/snapshot');
 const { Columns, defineColumns } = require('./columns');
 
-// A probe's figures: wait (seconds, or null without a reading) in a cell of the window's columns
-// (lib/findings/columns.js), stuck (a probe still in flight at the sample).
-class ProbeFigures {
+// The pool's figures of an interval (summarizePool()). The window holds one per interval (600 at
+// a 100 ms interval, for 60 s): its numbers are in cells of the window's columns
+// (lib/findings/columns.js: the summary's row), the probes' and the busy threads' too, so that
+// an interval keeps one object here, not four (the pool's, a probe's twice, a copy of the
+// busy-thread reading with its doubles as heap numbers: ~200 bytes an interval). `work`, `dns`
+// and `busy` read as before, as a new object at each read, kept by nothing here (what a finding's
+// text reads once it fired); the gates and found/ code read the cells (poolWait(), probeWait(),
+// cpuStarved()).
+//
+// Cells from `at`: the work probe's wait, the dns probe's, whether each was stuck (0 or 1), then
+// the busy threads' BUSY_FIGURES.
+const WORK = 0;
+const DNS = 1;
+const STUCK = 2;
+const BUSY_AT = 4;
+// A busy-thread reading where the threads could be read (pool-threads.js), after `available`,
+// in the reading's order: kept in cells when it has exactly these fields.
+const BUSY_FIGURES = ['threads', 'computing', 'runnable', 'schedulings', 'meanWaitSeconds'];
+const POOL_CELLS = BUSY_AT + BUSY_FIGURES.length;
+
+class PoolFigures {
   /**
    * @param {Columns} cells
-   * @param {number} at the cell of wait
+   * @param {number} at the first of its POOL_CELLS cells
    */
   constructor(cells, at) {
     this.cells = cells;
     this.at = at;
-    this.stuck = false;
+    /** @type {number|undefined} */
+    this.size = undefined;
+    /** @type {number|undefined} */
+    this.slots = undefined;
+    /** @type {any} */
+    this.pending = null;
+    /** @type {any} */
+    this.tracer = null;
+    // The summary's own pending and tracer parts (pending and tracer point at these or at the shared
+    // idle ones), made the first time its figures differ.
+    /** @type {any} */
+    this.ownPending = null;
+    /** @type {any} */
+    this.ownTracer = null;
+    // The busy-thread reading: null, IN_CELLS (an available reading, its figures in the cells) or
+    // a copy of any other reading (keptBusy()).
+    /** @type {any} */
+    this.busyKept = null;
+  }
+
+  /** The work probe's figures: { wait, stuck }. */
+  get work() {
+    return new ProbeFigures(this.cells, this.at + WORK, this.at + STUCK + WORK);
+  }
+
+  /** The dns probe's figures: { wait, stuck }. */
+  get dns() {
+    return new ProbeFigures(this.cells, this.at + DNS, this.at + STUCK + DNS);
+  }
+
+  /** The busy-thread reading as details.threadpool.busy gave it (its fields), or null. */
+  get busy() {
+    const kept = this.busyKept;
+    return kept === IN_CELLS ? new BusyFigures(this.cells, this.at + BUSY_AT) : kept;
+  }
+}
+
+const IN_CELLS = Object.freeze({ inCells: true });
+
+// A probe's figures: wait (seconds, or null without a reading) and stuck (a probe still in flight
+// at the sample), in the pool's cells.
+class ProbeFigures {
+  /**
+   * @param {Columns} cells
+   * @param {number} at the cell of wait
+   * @param {number} stuckAt the cell of stuck
+   */
+  constructor(cells, at, stuckAt) {
+    this.cells = cells;
+    this.at = at;
+    this.stuckAt = stuckAt;
+  }
+
+  get stuck() {
+    return this.cells.get(this.stuckAt) === 1;
+  }
+
+  set stuck(v) {
+    this.cells.set(this.stuckAt, v ? 1 : 0);
   }
 }
 defineColumns(ProbeFigures.prototype, ['wait']);
 
-// Cells a summary's row gives the pool's figures (after the summary's own): the work probe's wait,
-// the dns probe's, then cpu-starved's figures (CPU_FIGURES).
-const POOL_CELLS = 2;
+// An available busy-thread reading kept in cells: `available` true, BUSY_FIGURES.
+class BusyFigures {
+  /**
+   * @param {Columns} cells
+   * @param {number} at the cell of threads
+   */
+  constructor(cells, at) {
+    this.cells = cells;
+    this.at = at;
+  }
+
+  get available() {
+    return true;
+  }
+}
+defineColumns(BusyFigures.prototype, BUSY_FIGURES);
+
+// cpuStarved()'s reading of a summary's busy threads, one for every call (it reads and returns
+// booleans): the pool's cells without an object each.
+const busyScratch = new BusyFigures(new Columns(1, BUSY_FIGURES.length), 0);
+
+/**
+ * The busy-thread reading of a summary's pool, for reading at once (the one scratch object where
+ * it is in cells).
+ * @param {any} pool
+ */
+function busyNow(pool) {
+  if (!(pool instanceof PoolFigures)) return pool && pool.busy;
+  if (pool.busyKept !== IN_CELLS) return pool.busyKept;
+  busyScratch.cells = pool.cells;
+  busyScratch.at = pool.at + BUSY_AT;
+  return busyScratch;
+}
+
+// Cells a summary's row gives the pool's figures (after the summary's own), then cpu-starved's
+// figures (CPU_FIGURES).
 const CPU_FIGURES = ['mainCpu', 'mainWait', 'processCpu', 'utilization', 'budget'];
 
 /**
@@ -40,7 +149,8 @@ const CPU_FIGURES = ['mainCpu', 'mainWait', 'processCpu', 'utilization', 'budget
  * @param {number} seconds length of the interval
  * @param {object|null} [into] the figures of a summary that left the window, overwritten (with
  *   their pending, probe and tracer parts) rather than new ones made
- * @param {Columns} [cells] the window's columns, where the probes' waits are kept
+ * @param {Columns} [cells] the window's columns, where the pool's numbers are kept (a pool without
+ *   them has columns of its own)
  * @param {number} [at] the first of the POOL_CELLS cells of this summary's row
  */
 function summarizePool(sample, previous, seconds, into = null, cells = undefined, at = 0) {
@@ -49,17 +159,17 @@ function summarizePool(sample, previous, seconds, into = null, cells = undefined
     const p = findPoint(sample.points, name, attrs);
     return p ? p.value : undefined;
   };
-  const probe = (queue, out) => {
+  const probe = (queue, out, i) => {
     const fromDetails = details.probes && details.probes[queue];
     if (fromDetails) {
       const waits = [fromDetails.maxWaitSeconds, fromDetails.inFlightSeconds].filter((w) => typeof w === 'number' && w > 0);
-      return probeFigures(out, waits.length ? Math.max(...waits) : (fromDetails.maxWaitSeconds === 0 ? 0 : null), fromDetails.inFlightSeconds > 0);
+      return probeFigures(out, i, waits.length ? Math.max(...waits) : (fromDetails.maxWaitSeconds === 0 ? 0 : null), fromDetails.inFlightSeconds > 0);
     }
     // Without details: the mean of the probes completed in the interval, or, for a probe still in
     // flight at sampling time, at least the interval (it was launched right after the last sample).
     const attrs = { 'nodejs.uv.threadpool.queue': queue };
     const now = findPoint(sample.points, 'nodejs.uv.threadpool.queue_wait', attrs);
-    if (!now) return probeFigures(out, null, false);
+    if (!now) return probeFigures(out, i, null, false);
     const before = previous && findPoint(previous.points, 'nodejs.uv.threadpool.queue_wait', attrs);
     const count = now.histogram.count - (before ? before.histogram.count : 0);
     const sum = now.histogram.sum - (before ? before.histogram.sum : 0);
@@ -67,12 +177,16 @@ function summarizePool(sample, previous, seconds, into = null, cells = undefined
     const waits = [];
     if (count > 0) waits.push(sum / count);
     if (stuck) waits.push(seconds);
-    return probeFigures(out, waits.length ? Math.max(...waits) : null, stuck);
+    return probeFigures(out, i, waits.length ? Math.max(...waits) : null, stuck);
   };
   const pending = (kind) => value('nodejs.uv.threadpool.pending', { 'nodejs.uv.threadpool.kind': kind });
   const probeIn = (queue) => value('uvscope.probe.in_flight', { 'nodejs.uv.threadpool.queue': queue }) || 0;
   const tracer = details.tracer || null;
-  const pool = into || { size: undefined, slots: undefined, pending: null, work: null, dns: null, busy: null, tracer: null, ownPending: null, ownTracer: null };
+  let pool = into;
+  if (!(pool instanceof PoolFigures)) {
+    const own = cells || new Columns(1, POOL_CELLS);
+    pool = new PoolFigures(own, cells ? at : own.row());
+  }
   pool.size = details.size || value('nodejs.uv.threadpool.size');
   pool.slots = details.dnsSlots || value('nodejs.uv.threadpool.dns_slots');
   // the app's own work: the agent's probes are taken out
@@ -92,15 +206,9 @@ function summarizePool(sample, previous, seconds, into = null, cells = undefined
     p.other = other;
     pool.pending = p;
   }
-  if (!pool.work) {
-    const own = cells || new Columns(1, POOL_CELLS);
-    const base = cells ? at : own.row();
-    pool.work = new ProbeFigures(own, base);
-    pool.dns = new ProbeFigures(own, base + 1);
-  }
-  probe('work', pool.work);
-  probe('dns', pool.dns);
-  pool.busy = details.busy ? keptBusy(details.busy, into && into.busy) : null;
+  probe('work', pool, WORK);
+  probe('dns', pool, DNS);
+  keepBusy(pool, details.busy);
   if (tracer) {
     const armed = Boolean(tracer.armed);
     const armedSince = tracer.armedSince || null;
@@ -132,9 +240,38 @@ const NO_PENDING = Object.freeze({ dns: 0, fs: 0, crypto: 0, zlib: 0, other: 0 }
 /** @type {Map<string, Readonly<{ mode: string, armed: boolean, armedSince: null, jobs: readonly object[] }>>} */
 const IDLE_TRACER = new Map(['auto', 'on', 'off'].map((mode) => [mode, Object.freeze({ mode, armed: false, armedSince: null, jobs: NO_JOBS })]));
 
-// The busy-thread reading (details.threadpool.busy, a new object each sample) copied into the one
-// of a summary that left the window when both have the same fields in the same order, else into a
-// new object: the summary keeps it for 60 s, and the sampler's own would all survive scavenges.
+// The busy-thread reading (details.threadpool.busy, a new object each sample) kept in the pool:
+// an available reading with exactly `available` and BUSY_FIGURES in the pool's cells, any other
+// copied (keptBusy()); the summary keeps it for 60 s, and the sampler's own would all survive
+// scavenges.
+function keepBusy(pool, busy) {
+  if (!busy) {
+    pool.busyKept = null;
+    return;
+  }
+  if (busy.available === true && hasBusyFields(busy)) {
+    const cells = pool.cells;
+    const at = pool.at + BUSY_AT;
+    for (let i = 0; i < BUSY_FIGURES.length; i++) cells.set(at + i, busy[BUSY_FIGURES[i]]);
+    pool.busyKept = IN_CELLS;
+    return;
+  }
+  pool.busyKept = keptBusy(busy, pool.busyKept === IN_CELLS ? null : pool.busyKept);
+}
+
+// Whether a reading's own enumerable fields are `available` and BUSY_FIGURES, in that order.
+function hasBusyFields(busy) {
+  let i = -1;
+  for (const k in busy) {
+    if (!Object.prototype.hasOwnProperty.call(busy, k)) return false;
+    if (i === -1 ? k !== 'available' : k !== BUSY_FIGURES[i]) return false;
+    i++;
+  }
+  return i === BUSY_FIGURES.length;
+}
+
+// A reading kept as an object: copied into the one of a summary that left the window when both
+// have the same fields in the same order, else into a new object.
 function keptBusy(busy, kept) {
   if (typeof busy !== 'object') return busy;
   let out = kept;
@@ -151,11 +288,11 @@ function keptBusy(busy, kept) {
   return out;
 }
 
-// A probe's wait and stuck, written into out.
-function probeFigures(out, wait, stuck) {
-  out.wait = wait;
-  out.stuck = stuck;
-  return out;
+// A probe's wait and stuck, written into the pool's cells (i: WORK or DNS).
+function probeFigures(pool, i, wait, stuck) {
+  pool.cells.set(pool.at + i, wait);
+  pool.cells.set(pool.at + STUCK + i, stuck ? 1 : 0);
+  return pool;
 }
 
 /**
@@ -164,11 +301,26 @@ function probeFigures(out, wait, stuck) {
  * @param {{ pool: ReturnType<typeof summarizePool>, delayMax?: number, seconds: number }} s
  */
 function poolWait(s) {
-  if (!s.pool || s.pool.work.wait === null) return null;
+  const pool = s.pool;
+  if (!pool) return null;
+  const wait = probeWait(pool, 'work');
+  if (wait === null) return null;
   const loop = s.delayMax || 0;
   // A probe still in flight while the loop was blocked for most of the interval says nothing.
-  if (s.pool.work.stuck && loop >= s.seconds / 2) return 0;
-  return Math.max(0, s.pool.work.wait - loop);
+  const stuck = pool instanceof PoolFigures ? pool.cells.get(pool.at + STUCK + WORK) === 1 : pool.work.stuck;
+  if (stuck && loop >= s.seconds / 2) return 0;
+  return Math.max(0, wait - loop);
+}
+
+/**
+ * A probe's wait in an interval (seconds, or null without a reading), from the pool's cells
+ * where it keeps them (no object made), else its probe's figures.
+ * @param {any} pool an interval summary's pool
+ * @param {'work'|'dns'} which
+ */
+function probeWait(pool, which) {
+  if (pool instanceof PoolFigures) return pool.cells.get(pool.at + (which === 'work' ? WORK : DNS));
+  return pool[which].wait;
 }
 
 /**
@@ -263,7 +415,7 @@ function cpuStarved(s, lim) {
   const main = c.mainCpu !== null && c.mainWait !== null ? (c.mainCpu + c.mainWait) / s.seconds : 0;
   // The app uses its CPUs: a host busy with other work leaves the app less than its budget.
   const usesBudget = c.processCpu === null || c.processCpu / s.seconds >= lim.cpuStarvedBudgetShare * c.budget;
-  const b = s.pool && s.pool.busy;
+  const b = busyNow(s.pool);
   // Threads wanting a CPU (on one or waiting) beyond the budget: the app's own doing when it also
   // uses its budget, or when they are so many that no other load explains them.
   const demand = b && b.available && typeof b.runnable === 'number' ? b.computing + b.runnable + main - c.budget : -Infinity;
@@ -288,4 +440,4 @@ function poolCpuWaitShare(busy) {
   return total > 0 ? busy.runnable / total : 0;
 }
 
-module.exports = { POOL_CELLS, CPU_FIGURES, summarizePool, poolWait, poolHeld, availableCores, cpuBudget, cpuFigures, cpuStarved, poolCpuWaitShare };
+module.exports = { POOL_CELLS, CPU_FIGURES, summarizePool, poolWait, probeWait, poolHeld, availableCores, cpuBudget, cpuFigures, cpuStarved, poolCpuWaitShare };

@@ -75,16 +75,21 @@
  * @returns {P | undefined}
  */
 function findPoint(points, name, attributes) {
-  // Plain loops: this runs several times a sample over every point (one per kept hostname).
-  const keys = attributes ? Object.keys(attributes) : [];
+  // Plain loops: this runs several times a sample over every point (one per kept hostname). No
+  // Object.keys: an array a call, most of a sample's findPoint garbage under V8's interpreter.
   for (let i = 0; i < points.length; i++) {
     const p = points[i];
-    if (p.name !== name) continue;
-    let j = 0;
-    while (j < keys.length && p.attributes[keys[j]] === attributes[keys[j]]) j++;
-    if (j === keys.length) return p;
+    if (p.name === name && (!attributes || hasAttributes(p.attributes, attributes))) return p;
   }
   return undefined;
+}
+
+/** Whether `attributes` holds each of `wanted`'s own keys with the same value. */
+function hasAttributes(attributes, wanted) {
+  for (const k in wanted) {
+    if (Object.prototype.hasOwnProperty.call(wanted, k) && attributes[k] !== wanted[k]) return false;
+  }
+  return true;
 }
 
 module.exports = { findPoint };

@@ -1,6 +1,6 @@
 'use strict';
 
-const { metricDef } = require('./metric-def');
+const { metricDef, NO_ATTRIBUTES } = require('./metric-def');
 
 // The CPUs this process may use (a container's CPU quota, else its affinity mask) and, under a
 // quota, the kernel's throttling of its cgroup (cpu.stat): every period (100 ms by default) the
@@ -48,9 +48,9 @@ function createCpuSampler(options = {}) {
       const out = [{ name: 'process.cpu.budget', attributes: { 'process.cpu.budget.source': budget.source }, value: budget.cpus }];
       if (budget.quotaCpus !== null && stat) {
         out.push(
-          { name: 'container.cpu.periods', attributes: {}, value: stat.periods },
-          { name: 'container.cpu.throttled.periods', attributes: {}, value: stat.throttledPeriods },
-          { name: 'container.cpu.throttled.time', attributes: {}, value: stat.throttledSeconds },
+          { name: 'container.cpu.periods', attributes: NO_ATTRIBUTES, value: stat.periods },
+          { name: 'container.cpu.throttled.periods', attributes: NO_ATTRIBUTES, value: stat.throttledPeriods },
+          { name: 'container.cpu.throttled.time', attributes: NO_ATTRIBUTES, value: stat.throttledSeconds },
         );
       }
       return out;

@@ -1,7 +1,7 @@
 'use strict';
 
 const { Histogram } = require('../core/histogram');
-const { metricDef, RUNTIME } = require('./metric-def');
+const { metricDef, RUNTIME, NO_ATTRIBUTES, attributesOf } = require('./metric-def');
 // eventloop-timer.js (timer mode's clock) loads when a sampler runs in timer mode: the default on
 // every Node (iteration mode is an explicit option, see EventLoopSampler).
 
@@ -16,6 +16,8 @@ const ITERATION_HIGHEST_NS = 3600e9;
 
 /** Upper bounds for event-loop delay (lateness of a 10 ms timer). */
 const EVENTLOOP_BUCKETS = Object.freeze([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
+// nodejs.eventloop.delay.mode's attributes, one frozen object per mode.
+const MODE_ATTRIBUTES = attributesOf('nodejs.eventloop.delay.mode');
 
 /** @type {readonly import('./metric-def').MetricDef[]} */
 const METRICS = Object.freeze([
@@ -191,21 +193,24 @@ class EventLoopSampler {
   sample() {
     const performance = this.#performance;
     /** @type {import('./index').RawPoint[]} */
-    const out = [{ name: 'nodejs.eventloop.delay.mode', attributes: { 'nodejs.eventloop.delay.mode': this.mode }, value: 1 }];
-    const elu = performance.eventLoopUtilization(this.#lastElu);
-    this.#lastElu = performance.eventLoopUtilization();
-    out.push({ name: 'nodejs.eventloop.utilization', attributes: {}, value: elu.utilization });
+    const out = [{ name: 'nodejs.eventloop.delay.mode', attributes: MODE_ATTRIBUTES(this.mode), value: 1 }];
+    // One reading a sample: the interval's utilization is this reading against the last one (and
+    // the next interval starts where this one ends, with no gap between two readings).
+    const now = performance.eventLoopUtilization();
+    const elu = performance.eventLoopUtilization(now, this.#lastElu);
+    this.#lastElu = now;
+    out.push({ name: 'nodejs.eventloop.utilization', attributes: NO_ATTRIBUTES, value: elu.utilization });
     const uv = uvMetrics(performance);
     if (uv) {
       out.push(
-        { name: 'nodejs.eventloop.iterations', attributes: {}, value: uv.loopCount },
-        { name: 'nodejs.eventloop.events', attributes: {}, value: uv.events },
-        { name: 'nodejs.eventloop.events.waiting', attributes: {}, value: uv.eventsWaiting },
+        { name: 'nodejs.eventloop.iterations', attributes: NO_ATTRIBUTES, value: uv.loopCount },
+        { name: 'nodejs.eventloop.events', attributes: NO_ATTRIBUTES, value: uv.events },
+        { name: 'nodejs.eventloop.events.waiting', attributes: NO_ATTRIBUTES, value: uv.eventsWaiting },
       );
     }
     this.#sampleDelay(out);
     if (this.#histogram.count > 0) {
-      out.push({ name: 'nodejs.eventloop.delay', attributes: {}, histogram: this.#histogram.snapshot() });
+      out.push({ name: 'nodejs.eventloop.delay', attributes: NO_ATTRIBUTES, histogram: this.#histogram.snapshot() });
     }
     return out;
   }
@@ -225,12 +230,12 @@ class EventLoopSampler {
     // Each of the histogram's statistics is a native walk over its buckets: mean is read once.
     const mean = monitor.mean;
     out.push(
-      { name: 'nodejs.eventloop.delay.min', attributes: {}, value: lateness(monitor.min, offsetNs) },
-      { name: 'nodejs.eventloop.delay.max', attributes: {}, value: this.#intervalLate },
-      { name: 'nodejs.eventloop.delay.mean', attributes: {}, value: lateness(mean, offsetNs) },
-      { name: 'nodejs.eventloop.delay.p50', attributes: {}, value: lateness(monitor.percentile(50), offsetNs) },
-      { name: 'nodejs.eventloop.delay.p90', attributes: {}, value: lateness(monitor.percentile(90), offsetNs) },
-      { name: 'nodejs.eventloop.delay.p99', attributes: {}, value: lateness(monitor.percentile(99), offsetNs) },
+      { name: 'nodejs.eventloop.delay.min', attributes: NO_ATTRIBUTES, value: lateness(monitor.min, offsetNs) },
+      { name: 'nodejs.eventloop.delay.max', attributes: NO_ATTRIBUTES, value: this.#intervalLate },
+      { name: 'nodejs.eventloop.delay.mean', attributes: NO_ATTRIBUTES, value: lateness(mean, offsetNs) },
+      { name: 'nodejs.eventloop.delay.p50', attributes: NO_ATTRIBUTES, value: lateness(monitor.percentile(50), offsetNs) },
+      { name: 'nodejs.eventloop.delay.p90', attributes: NO_ATTRIBUTES, value: lateness(monitor.percentile(90), offsetNs) },
+      { name: 'nodejs.eventloop.delay.p99', attributes: NO_ATTRIBUTES, value: lateness(monitor.percentile(99), offsetNs) },
     );
     addToBuckets(this.#histogram, monitor, n, offsetNs, mean);
     monitor.reset();
@@ -317,8 +322,7 @@ function openSchedstat() {
       if (fd === null) return null;
       try {
         const n = fs.readSync(fd, buf, 0, buf.length, 0);
-        const f = buf.toString('latin1', 0, n).split(' ');
-        const out = [Number(f[0]), Number(f[1])];
+        const out = [fieldAt(buf, n, 0), fieldAt(buf, n, 1)];
         return Number.isFinite(out[0]) && Number.isFinite(out[1]) ? out : null;
       } catch {
         return null;
@@ -335,6 +339,33 @@ function openSchedstat() {
     },
   };
   return sched.read() ? sched : (sched.close(), null);
+}
+
+/**
+ * The i-th space-separated field of buf's first n bytes as a number, as Number() reads it (NaN
+ * when it is not all digits), read from the bytes: no string per field at every sample. Fields of
+ * more than 15 digits (past 2^53, exact only as Number() rounds them) go through a string.
+ * @param {Buffer} buf
+ * @param {number} n
+ * @param {number} index
+ */
+function fieldAt(buf, n, index) {
+  let at = 0;
+  for (let f = 0; f < index; f++) {
+    while (at < n && buf[at] !== 0x20) at++;
+    at++;
+  }
+  if (at > n) return NaN; // fewer fields (split() gives undefined)
+  let end = at;
+  while (end < n && buf[end] !== 0x20 && buf[end] !== 0x0a) end++;
+  if (end === at || end - at > 15) return Number(buf.toString('latin1', at, end));
+  let value = 0;
+  for (let i = at; i < end; i++) {
+    const d = buf[i] - 0x30;
+    if (d < 0 || d > 9) return NaN;
+    value = value * 10 + d;
+  }
+  return value;
 }
 
 /**

@@ -1,7 +1,7 @@
 'use strict';
 
 const { Histogram } = require('../core/histogram');
-const { metricDef, RUNTIME } = require('./metric-def');
+const { metricDef, RUNTIME, NO_ATTRIBUTES } = require('./metric-def');
 const { reportError } = require('../core/errors');
 
 // perf_hooks GC kinds (entry.detail.kind) by OpenTelemetry's v8js.gc.type names.
@@ -77,7 +77,6 @@ function createMemorySampler(options = {}) {
   };
 }
 
-const NO_ATTRIBUTES = Object.freeze({});
 
 /** The cgroup memory limit in bytes, or null when there is none. */
 function containerLimit(constrained) {

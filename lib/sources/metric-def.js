@@ -69,4 +69,27 @@ function metricDef(name, type, unit, attributes, help, buckets, more = {}) {
   return Object.freeze(d);
 }
 
-module.exports = { metricDef, RUNTIME };
+/**
+ * The attributes of a point that has none: one frozen object for every such point of every
+ * sample (a sample makes no empty object per point).
+ * @type {Readonly<Record<string, string>>}
+ */
+const NO_ATTRIBUTES = Object.freeze({});
+
+/**
+ * A frozen attributes object with one attribute, the same object for the same pair at every
+ * sample: for attribute values from a small fixed set (kinds, queues, states), never from the app.
+ * @returns {(value: string) => Readonly<Record<string, string>>}
+ * @param {string} name the attribute's name
+ */
+function attributesOf(name) {
+  /** @type {Map<string, Readonly<Record<string, string>>>} */
+  const made = new Map();
+  return (value) => {
+    let a = made.get(value);
+    if (a === undefined) made.set(value, (a = Object.freeze({ [name]: value })));
+    return a;
+  };
+}
+
+module.exports = { metricDef, RUNTIME, NO_ATTRIBUTES, attributesOf };

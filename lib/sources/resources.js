@@ -80,25 +80,33 @@ function createResourcesSampler() {
   // One attributes object per type for the sampler's life (frozen with the first point that
   // carries it): a sample makes one object per point, not two.
   const attributes = { handles: new Map(), requests: new Map() };
+  // The sample's counts by kind, cleared and filled again at each sample (read only inside it).
+  const handles = new Map();
+  const requests = new Map();
+  const split = (n, type) => (isRequestType(type) ? requests : handles).set(type, n);
+  const handlePoints = pointsOf('nodejs.uv.handles.active', 'nodejs.uv.handle.type', handles, seen.handles, attributes.handles);
+  const requestPoints = pointsOf('nodejs.uv.requests.active', 'nodejs.uv.request.type', requests, seen.requests, attributes.requests);
   return {
     name: 'resources',
     sample(tick) {
-      const handles = new Map();
-      const requests = new Map();
-      tick.resources.forEach((n, type) => (isRequestType(type) ? requests : handles).set(type, n));
+      handles.clear();
+      requests.clear();
+      tick.resources.forEach(split);
       const out = [];
-      points(out, 'nodejs.uv.handles.active', 'nodejs.uv.handle.type', handles, seen.handles, attributes.handles);
-      points(out, 'nodejs.uv.requests.active', 'nodejs.uv.request.type', requests, seen.requests, attributes.requests);
+      handlePoints(out);
+      requestPoints(out);
       return out;
     },
     close() {},
   };
 }
 
-function points(out, name, attribute, counts, seen, attributes) {
-  counts.forEach((_, type) => {
-    if (seen.size < MAX_TYPES) seen.add(type);
-  });
+/**
+ * One kind's points (name, by `attribute`): every type seen so far (0 when gone), then types
+ * past MAX_TYPES with their count. Its callbacks are made once, not at each sample.
+ * @returns {(out: object[]) => void}
+ */
+function pointsOf(name, attribute, counts, seen, attributes) {
   const attrs = (type) => {
     let a = attributes.get(type);
     if (a === undefined) {
@@ -107,10 +115,22 @@ function points(out, name, attribute, counts, seen, attributes) {
     }
     return a;
   };
-  seen.forEach((type) => out.push({ name, attributes: attrs(type), value: counts.get(type) || 0 }));
-  counts.forEach((value, type) => {
+  /** @type {object[]} */
+  let out = [];
+  const see = (_, type) => {
+    if (seen.size < MAX_TYPES) seen.add(type);
+  };
+  const pushSeen = (type) => out.push({ name, attributes: attrs(type), value: counts.get(type) || 0 });
+  const pushUnseen = (value, type) => {
     if (!seen.has(type)) out.push({ name, attributes: attrs(type), value });
-  });
+  };
+  return (into) => {
+    out = into;
+    counts.forEach(see);
+    seen.forEach(pushSeen);
+    counts.forEach(pushUnseen);
+    out = [];
+  };
 }
 
 /** @type {import('./index').Source} */

@@ -1,10 +1,13 @@
 'use strict';
 
 // summarizePool (lib/findings/pool.js): a summary's pending and tracer parts are either the shared
-// objects of an idle interval or the summary's own, made once and reused as the summary is.
+// objects of an idle interval or the summary's own, made once and reused as the summary is; its
+// probes' waits and busy-thread reading are read back as they came, from the window's cells or a
+// copy, and its readers keep nothing.
 
 const assert = require('node:assert/strict');
-const { summarizePool } = require('../../lib/findings/pool');
+const { summarizePool, poolWait, probeWait, cpuStarved } = require('../../lib/findings/pool');
+const { windowColumns } = require('../../lib/findings/window');
 
 const pendingPoints = (counts) => Object.entries(counts).map(([kind, value]) => ({ name: 'nodejs.uv.threadpool.pending', attributes: { 'nodejs.uv.threadpool.kind': kind }, value }));
 const sample = (counts, tracer) => ({ time: 0, points: pendingPoints(counts), details: { threadpool: { size: 4, dnsSlots: 2, tracer } } });
@@ -38,3 +41,68 @@ describe('findings/pool: summarizePool\'s pending and tracer parts', () => {
     assert.deepEqual({ ...other.tracer }, { mode: 'auto', armed: false, armedSince: null, jobs: [] });
   });
 });
+
+// A sample as the threadpool sampler gives it: its details' probes and busy-thread reading.
+function threadpoolSample(busy, probes = { work: { maxWaitSeconds: 0.25, inFlightSeconds: 0 }, dns: { maxWaitSeconds: 0, inFlightSeconds: 0.5 } }) {
+  return { time: 1000, points: [], details: { threadpool: { size: 4, dnsSlots: 2, probes, busy } } };
+}
+
+describe('findings/pool: an interval\'s pool figures', () => {
+  it('gives back the probes\' waits and the busy-thread reading as they came, whether kept in cells or as an object', () => {
+    const available = { available: true, threads: 4, computing: 0.123, runnable: null, schedulings: 153.25, meanWaitSeconds: 0.0000713 };
+    const others = [
+      null,
+      { available: false, reason: 'first reading (CPU time per interval needs two)' },
+      { available: false, reason: 'no libuv-worker thread yet', workers: 0 },
+      { available: true, threads: 4, computing: 1, runnable: 0.5, schedulings: 2, meanWaitSeconds: 0.001, extra: 1 }, // another shape
+      { threads: 4, available: true, computing: 1, runnable: 0.5, schedulings: 2, meanWaitSeconds: 0.001 }, // another order
+    ];
+    const cells = windowColumns(4);
+    let pool = null;
+    // One pool overwritten as a summary leaving the window is: each reading after any other.
+    for (const busy of [available, ...others, available, others[1], available]) {
+      pool = summarizePool(threadpoolSample(busy), null, 1, pool, cells, 14);
+      assert.deepEqual(pool.busy === null ? null : { ...fields(pool.busy) }, busy === null ? null : { ...busy });
+      // an available reading of the usual fields is in cells (a new view at each read), any other kept
+      assert.equal(pool.busy === pool.busy, busy !== available, 'where it is kept');
+      assert.equal(pool.work.wait, 0.25);
+      assert.equal(pool.work.stuck, false);
+      assert.equal(pool.dns.wait, 0.5);
+      assert.equal(pool.dns.stuck, true);
+      assert.equal(probeWait(pool, 'work'), 0.25);
+      assert.equal(probeWait(pool, 'dns'), 0.5);
+    }
+    // Without a reading a wait is null.
+    pool = summarizePool(threadpoolSample(available, {}), null, 1, pool, cells, 14);
+    assert.equal(pool.work.wait, null);
+    assert.equal(probeWait(pool, 'dns'), null);
+    assert.equal(poolWait({ pool, seconds: 1, delayMax: 0 }), null);
+  });
+
+  it('keeps nothing of what its work, dns and busy readers made (a finding\'s text reads them over the whole window)', () => {
+    const pool = summarizePool(threadpoolSample({ available: true, threads: 4, computing: 1, runnable: 2, schedulings: 3, meanWaitSeconds: 0.004 }), null, 1, null, windowColumns(1), 14);
+    const keys = Object.keys(pool);
+    for (let i = 0; i < 3; i++) assert.ok(pool.work.wait + pool.dns.wait + pool.busy.runnable > 0);
+    assert.deepEqual(Object.keys(pool), keys);
+  });
+
+  it('gates on the same figures as the plain objects the rules were written for (poolWait, cpuStarved)', () => {
+    const lim = { cpuStarvedBudgetShare: 0.6, cpuStarvedDemandMargin: 0.5, cpuStarvedDemandAlone: 1.5, cpuStarvedThreads: 0.5, cpuStarvedWaitS: 0.001, cpuStarvedLoopShare: 0.3, cpuStarvedLoopRatio: 2 };
+    const busy = { available: true, threads: 4, computing: 1.5, runnable: 2, schedulings: 300, meanWaitSeconds: 0.004 };
+    const kept = summarizePool(threadpoolSample(busy), null, 1, null, windowColumns(1), 14);
+    const plain = { work: { wait: 0.25, stuck: false }, dns: { wait: 0.5, stuck: true }, busy: { ...busy } };
+    const own = { 'cpu-starved': { mainCpu: 0.4, mainWait: 0.1, processCpu: 1.9, utilization: 0.9, budget: 2, budgetFrom: 'metric' } };
+    for (const delayMax of [0, 0.1, 0.6]) {
+      assert.equal(poolWait({ pool: kept, seconds: 1, delayMax }), poolWait({ pool: plain, seconds: 1, delayMax }));
+    }
+    assert.deepEqual(cpuStarved({ pool: kept, own, seconds: 1 }, lim), cpuStarved({ pool: plain, own, seconds: 1 }, lim));
+    assert.deepEqual(cpuStarved({ pool: kept, own, seconds: 1 }, lim), { pool: true, loop: false });
+  });
+});
+
+// A reading's fields as a reader sees them (a view's are accessors on its prototype).
+function fields(b) {
+  const out = {};
+  for (const k of ['available', 'reason', 'workers', 'threads', 'computing', 'runnable', 'schedulings', 'meanWaitSeconds', 'extra']) if (b[k] !== undefined || (k in b && b[k] === undefined && Object.prototype.hasOwnProperty.call(b, k))) out[k] = b[k];
+  return out;
+}

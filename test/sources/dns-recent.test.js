@@ -65,4 +65,48 @@ describe('samplers/dns: recent lookups (percentiles over the window)', () => {
     recent.stats(2000, out);
     assert.deepEqual(out, { recentLookups: 0, p50: null, p99: null, stddev: null, tail: null, mean: null });
   });
+  it('keeps the same doubles in 12-byte cells as in doubles, and turns to doubles at the first lookup that does not fit', () => {
+    // The DNS sampler's figures: whole nanoseconds (process.hrtime() differences) over 1e9, times
+    // in whole milliseconds. Each sequence through a compact buffer and a wide one, stats() after
+    // every few lookups at windows that start anywhere: every figure the same double.
+    let seed = 11;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const nsSeconds = (max) => Math.floor(random() * max * 1e9) / 1e9;
+    const misfits = [
+      (l) => ({ ...l, seconds: 4.3 + nsSeconds(1) }), // 4.29 s or longer: past a cell
+      (l) => ({ ...l, waited: l.seconds * 0.3 }), // not whole nanoseconds
+      (l) => ({ ...l, time: l.time - 2 ** 31 }), // a clock set back 25 days
+      (l) => ({ ...l, time: l.time + 0.5 }), // not whole milliseconds
+    ];
+    let widened = 0;
+    for (let round = 0; round < 200; round++) {
+      const max = round % 2 ? 2048 : 64;
+      const compact = new RecentLookups(max, 60000);
+      const wide = new RecentLookups(max, 60000, { wide: true });
+      const count = 1 + Math.floor(random() * 3000);
+      // not the first lookup: the base is taken from it
+      const misfitAt = round % 4 === 0 && count > 1 ? 1 + Math.floor(random() * (count - 1)) : -1;
+      let time = 1.79e12 + Math.floor(random() * 1e9);
+      for (let i = 0; i < count; i++) {
+        time += Math.floor(random() * 100);
+        const seconds = nsSeconds(round % 3 === 0 ? 0.01 : 2);
+        let l = { time, seconds, waited: random() < 0.5 ? 0 : Math.floor(random() * seconds * 1e9) / 1e9 };
+        if (i === misfitAt) l = misfits[(round / 4) % misfits.length](l);
+        compact.add(l.time, l.seconds, l.waited);
+        wide.add(l.time, l.seconds, l.waited);
+        if (i % 97 === 0 || i === count - 1) {
+          const since = time - Math.floor(random() * 70000);
+          const a = {};
+          const b = {};
+          compact.stats(since, a);
+          wide.stats(since, b);
+          assert.deepEqual(a, b, `round ${round}, lookup ${i}`);
+        }
+      }
+      assert.equal(compact.compact, misfitAt === -1, `round ${round}: compact`);
+      if (misfitAt !== -1) widened++;
+      assert.equal(wide.compact, false);
+    }
+    assert.ok(widened >= 45, `${widened}`);
+  });
 });

@@ -6,6 +6,7 @@
 
 const { windowSeconds } = require('../window');
 const { typeName, tracedJobs, lookupTimes } = require('./pool');
+const { probeWait } = require('../pool');
 const { ms, pct, round } = require('../../core/format');
 
 // What lowers each kind's CPU on the pool, for the advice.
@@ -55,7 +56,7 @@ function figuresOf(window, hot, poolHot) {
   let lost = 0; // thread-seconds spent waiting for a CPU in the starved intervals
   for (const s of hot) lost += (own(s).mainWait || 0) + (s.pool && s.pool.busy && s.pool.busy.available ? (s.pool.busy.runnable || 0) * s.seconds : 0);
   const jobs = tracedJobs(window);
-  const probeWaits = hot.map((s) => s.pool && s.pool.work.wait).filter((w) => typeof w === 'number');
+  const probeWaits = hot.map((s) => s.pool && probeWait(s.pool, 'work')).filter((w) => typeof w === 'number');
   return {
     window, hot, poolHot, pool, mainWait, mainCpu, processCpu, budget: last.budget, budgetFrom: last.budgetFrom,
     utilization: hot.some((s) => own(s).utilization !== null) ? sum(hot, (s) => own(s).utilization) / hot.length : null,

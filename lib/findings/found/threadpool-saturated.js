@@ -6,7 +6,7 @@
 // heap for nothing.
 
 const { windowSeconds } = require('../window');
-const { poolWait, poolHeld, availableCores } = require('../pool');
+const { poolWait, poolHeld, availableCores, probeWait } = require('../pool');
 const { typeName, tracedJobs, busyThreads, lookupTimes } = require('./pool');
 const { ms, pct, round } = require('../../core/format');
 
@@ -28,7 +28,7 @@ function found(window, lim) {
   const held = window.map((s) => Boolean(s.pool) && poolHeld(s, lim));
   const hot = window.filter((s, i) => held[i]);
   const last = window[window.length - 1];
-  const dnsWaits = window.map((s) => s.pool.dns.wait).filter((w) => w !== null);
+  const dnsWaits = window.map((s) => probeWait(s.pool, 'dns')).filter((w) => w !== null);
   const peak = (kind) => Math.max(...window.map((s) => s.pool.pending[kind] || 0));
   const f = {
     window,

@@ -133,7 +133,9 @@ class PoolThreads {
   #workerTimes(tids) {
     const cpu = new Map();
     let hasWait = true;
-    for (const tid of tids) {
+    // Index loops (here and below): every sample, no iterator result per thread.
+    for (let i = 0; i < tids.length; i++) {
+      const tid = tids[i];
       if (!this.#isWorker(tid)) continue;
       const t = this.#times(tid);
       if (!t) continue;
@@ -148,7 +150,8 @@ class PoolThreads {
   #knownWorkerTimes(tids) {
     const cpu = new Map();
     let hasWait = true;
-    for (const tid of tids) {
+    for (let i = 0; i < tids.length; i++) {
+      const tid = tids[i];
       const t = this.#times(tid);
       if (!t) return null;
       hasWait = hasWait && t.hasWait;
@@ -187,10 +190,16 @@ class PoolThreads {
   }
 }
 
-/** Whether this libuv names its pool threads (1.50+). */
+/** @type {boolean | undefined} */
+let named;
+
+/** Whether this libuv names its pool threads (1.50+); read at every sample before the pool starts. */
 function namesWorkers() {
-  const [major, minor] = process.versions.uv.split('.').map(Number);
-  return major > 1 || minor >= 50;
+  if (named === undefined) {
+    const [major, minor] = process.versions.uv.split('.').map(Number);
+    named = major > 1 || minor >= 50;
+  }
+  return named;
 }
 
 const UNNAMED = `libuv ${process.versions.uv} (Node ${process.versions.node.split('.')[0]}) does not name its pool threads (libuv 1.50+, Node 22+ does)`;

@@ -5,6 +5,7 @@ const { readSetting } = require('../../core/setting');
 const { Histogram } = require('../../core/histogram');
 const { QUEUE_WAIT_BUCKETS } = require('./metrics');
 const { reportError } = require('../../core/errors');
+const { NO_ATTRIBUTES, attributesOf } = require('../metric-def');
 const { createTracer } = require('./tracer');
 const { createPoolThreads } = require('./pool-threads');
 const { ownRequestStarted, ownRequestEnded } = require('../resources');
@@ -86,7 +87,7 @@ function createThreadpoolSampler(options = {}) {
       for (const h of seen.histograms) {
         out.push({ name: 'nodejs.uv.threadpool.job.duration', attributes: { 'nodejs.uv.threadpool.kind': h.kind, 'nodejs.uv.threadpool.job.type': h.type }, histogram: h.histogram });
       }
-      out.push({ name: 'uvscope.tracer.armed', attributes: {}, value: seen.state.armed ? 1 : 0 });
+      out.push({ name: 'uvscope.tracer.armed', attributes: NO_ATTRIBUTES, value: seen.state.armed ? 1 : 0 });
       last = {
         size, dnsSlots, pending, probes: probeFigures, busy,
         tracer: { ...seen.state, thresholdSeconds: tracer.thresholdSeconds, jobs: seen.jobs },
@@ -252,15 +253,16 @@ function poolPoints(size, dnsSlots, pending) {
   const fsRunning = Math.min(pending.fs, size - dnsRunning);
   /** @type {Array<{ name: string, attributes: Record<string, string>, value?: number, histogram?: object }>} */
   const out = [
-    { name: 'nodejs.uv.threadpool.size', attributes: {}, value: size },
-    { name: 'nodejs.uv.threadpool.dns_slots', attributes: {}, value: dnsSlots },
+    { name: 'nodejs.uv.threadpool.size', attributes: NO_ATTRIBUTES, value: size },
+    { name: 'nodejs.uv.threadpool.dns_slots', attributes: NO_ATTRIBUTES, value: dnsSlots },
   ];
-  for (const [kind, value] of Object.entries(pending)) {
-    out.push({ name: 'nodejs.uv.threadpool.pending', attributes: { 'nodejs.uv.threadpool.kind': kind }, value });
+  // for...in, not Object.entries(): no array per kind (this runs every sample).
+  for (const kind in pending) {
+    out.push({ name: 'nodejs.uv.threadpool.pending', attributes: KIND(kind), value: pending[kind] });
   }
   out.push(
-    { name: 'nodejs.uv.threadpool.queued', attributes: { 'nodejs.uv.threadpool.kind': 'dns' }, value: pending.dns - dnsRunning },
-    { name: 'nodejs.uv.threadpool.queued', attributes: { 'nodejs.uv.threadpool.kind': 'fs' }, value: pending.fs - fsRunning },
+    { name: 'nodejs.uv.threadpool.queued', attributes: KIND('dns'), value: pending.dns - dnsRunning },
+    { name: 'nodejs.uv.threadpool.queued', attributes: KIND('fs'), value: pending.fs - fsRunning },
   );
   return out;
 }
@@ -269,11 +271,11 @@ function poolPoints(size, dnsSlots, pending) {
 function probePoints(probes, out) {
   const probeFigures = {};
   let waitSeconds = 0;
-  for (const queue of Object.keys(probes)) {
+  for (const queue in probes) {
     const probe = probes[queue];
     if (!probe) continue;
-    out.push({ name: 'uvscope.probe.in_flight', attributes: { 'nodejs.uv.threadpool.queue': queue }, value: probe.inFlight ? 1 : 0 });
-    out.push({ name: 'nodejs.uv.threadpool.queue_wait', attributes: { 'nodejs.uv.threadpool.queue': queue }, histogram: probe.histogram.snapshot() });
+    out.push({ name: 'uvscope.probe.in_flight', attributes: QUEUE(queue), value: probe.inFlight ? 1 : 0 });
+    out.push({ name: 'nodejs.uv.threadpool.queue_wait', attributes: QUEUE(queue), histogram: probe.histogram.snapshot() });
     const figures = probe.takeInterval();
     probeFigures[queue] = figures;
     waitSeconds = Math.max(waitSeconds, figures.maxWaitSeconds, figures.inFlightSeconds);
@@ -291,16 +293,21 @@ function busyPoints(poolThreads, out) {
     busy = { available: false, reason: 'reading /proc failed' };
   }
   if (busy.available) {
-    out.push({ name: 'nodejs.uv.threadpool.busy', attributes: { 'nodejs.uv.threadpool.thread.state': 'computing' }, value: busy.computing });
-    if (busy.runnable !== null) out.push({ name: 'nodejs.uv.threadpool.busy', attributes: { 'nodejs.uv.threadpool.thread.state': 'runnable' }, value: busy.runnable });
+    out.push({ name: 'nodejs.uv.threadpool.busy', attributes: STATE('computing'), value: busy.computing });
+    if (busy.runnable !== null) out.push({ name: 'nodejs.uv.threadpool.busy', attributes: STATE('runnable'), value: busy.runnable });
   }
   return busy;
 }
 
 function sum(counts, types) {
   let n = 0;
-  for (const t of types) n += counts.get(t) || 0;
+  for (let i = 0; i < types.length; i++) n += counts.get(types[i]) || 0;
   return n;
 }
+
+// The points' attributes, one frozen object per kind, queue and thread state (fixed sets).
+const KIND = attributesOf('nodejs.uv.threadpool.kind');
+const QUEUE = attributesOf('nodejs.uv.threadpool.queue');
+const STATE = attributesOf('nodejs.uv.threadpool.thread.state');
 
 module.exports = { createThreadpoolSampler, DNS_TYPES, FS_TYPES, _internal: { probesDue } };

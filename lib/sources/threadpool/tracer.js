@@ -7,6 +7,9 @@
 const asyncHooks = require('async_hooks');
 const { reportError } = require('../../core/errors');
 
+// collect() before the first arming: no job seen (frozen, handed to every sample).
+const NOTHING_SEEN = Object.freeze({ jobs: Object.freeze([]), histograms: Object.freeze([]) });
+
 // jobs.js, routes.js and modes.js load when a tracer first arms: in auto mode (the default) most
 // processes never do, and their code kept in V8's heap (source, bytecode) was ~60 KB.
 /** @type {{ JobBook: typeof import('./jobs').JobBook, kindOf: typeof import('./jobs').kindOf, Routes: typeof import('./routes').Routes, createMode: typeof import('./modes').createMode, leanModeAvailable: typeof import('./modes').leanModeAvailable } | null} */
@@ -147,7 +150,7 @@ class Tracer {
     const seconds = (this.#armedMs + (this.#armed ? t - this.#armedSince : 0)) / 1000;
     const uptime = Math.max(0.001, (t - this.#startedAt) / 1000);
     // Never armed: no job seen, nothing to collect (what an empty JobBook returns).
-    const { jobs, histograms } = this.#jobs ? this.#jobs.collect() : { jobs: [], histograms: [] };
+    const { jobs, histograms } = this.#jobs ? this.#jobs.collect() : NOTHING_SEEN;
     if (this.#routes) this.#routes.burstIfDue();
     const state = {
       mode: this.#mode, armed: this.#armed, armedSince: this.#armedSince, armings: this.#armings,
