@@ -6,13 +6,16 @@
 // minus without it, per lookup. No getaddrinfo, no agent, no timer: the lookups' path alone.
 //
 //   node bench/lookup-own.js [--apis promises,callback] [--count 5000] [--warmup 3000]
-//                            [--base DIR] [--node-flags '--no-opt --no-maglev'] [--json]
+//                            [--base DIR] [--node-flags '--no-opt --no-maglev'] [--bytes] [--json]
 //
 // --node-flags: for every child (default '--no-opt --no-maglev': V8's interpreter and baseline
 // code, as bench/instructions.js's path; '' for V8's defaults, then --count 20000 --warmup 20000
 // so that the path is optimized). --base DIR: the sampler of another checkout too (before and
 // after a change). Always with --single-threaded --hash-seed=1 --random-seed=1 (V8 compiles and
 // collects on the main thread; callers sampled at the same random gaps). One valgrind at a time.
+// --bytes: the bytes allocated per lookup instead of instructions (no valgrind: the young
+// generation's growth over the counted lookups, with a 64 MiB semi-space so that no GC runs among
+// them; a run where one did gives no figure), the same variants and APIs, own = with - without.
 
 const path = require('path');
 const fs = require('fs');
@@ -23,10 +26,10 @@ const REPO = path.resolve(__dirname, '..');
 const APP = path.join(__dirname, 'fixtures', 'lookup-own.js');
 
 function parseArgs(argv) {
-  const opts = { apis: ['promises', 'callback'], count: 5000, warmup: 3000, base: null, nodeFlags: ['--no-opt', '--no-maglev'], json: false };
+  const opts = { apis: ['promises', 'callback'], count: 5000, warmup: 3000, base: null, nodeFlags: ['--no-opt', '--no-maglev'], json: false, bytes: false };
   for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--json') {
-      opts.json = true;
+    if (argv[i] === '--json' || argv[i] === '--bytes') {
+      opts[argv[i].slice(2)] = true;
       continue;
     }
     const m = /^--(apis|count|warmup|base|node-flags)(?:=(.*))?$/.exec(argv[i]);
@@ -65,15 +68,46 @@ function count(api, samplerDir, opts) {
   }
 }
 
+// Bytes the counted lookups allocated (the fixture's LOOKUP_BYTES mode), or null if a GC ran among them.
+function bytes(api, samplerDir, opts) {
+  const r = spawnSync(process.execPath, ['--expose-gc', '--min-semi-space-size=64', '--max-semi-space-size=64', '--single-threaded', '--hash-seed=1', '--random-seed=1', ...opts.nodeFlags, APP], {
+    env: { ...process.env, LOOKUP_API: api, LOOKUP_COUNT: String(opts.count), LOOKUP_WARMUP: String(opts.warmup), LOOKUP_SAMPLER: samplerDir || '', LOOKUP_BYTES: '1' },
+    encoding: 'utf8',
+    timeout: 5 * 60 * 1000,
+  });
+  if (r.status !== 0) throw new Error(`lookup-own --bytes (${api}, ${samplerDir || 'no sampler'}) exited with ${r.status}: ${String(r.stderr).slice(-2000)}`);
+  const out = JSON.parse(r.stdout.trim().split('\n').pop());
+  return out.gcs === 0 ? out.bytes : null;
+}
+
 function main() {
   const opts = parseArgs(process.argv.slice(2));
+  const variants = [['none', null], ['uvscope', REPO], ...(opts.base ? [['base', opts.base]] : [])];
+  if (opts.bytes) {
+    const rows = opts.apis.map((api) => {
+      const per = {};
+      for (const [name, dir] of variants) {
+        const b = bytes(api, dir, opts);
+        per[name] = b === null ? null : b / opts.count;
+      }
+      return { api, per, own: Object.fromEntries(variants.slice(1).map(([name]) => [name, per[name] === null || per.none === null ? null : per[name] - per.none])) };
+    });
+    if (opts.json) console.log(JSON.stringify({ node: process.version, opts, bytes: rows }));
+    else {
+      console.log(`node ${process.version}, flags: ${opts.nodeFlags.join(' ')}; bytes allocated per lookup, ${opts.count} lookups after ${opts.warmup}; uvscope's own = with the sampler - without`);
+      for (const r of rows) {
+        const own = Object.entries(r.own).map(([name, v]) => `${name} ${v === null ? 'a GC ran: no figure' : v.toFixed(0)}`).join(', ');
+        console.log(`${r.api.padEnd(9)} without ${r.per.none === null ? '-' : r.per.none.toFixed(0)}; own: ${own}`);
+      }
+    }
+    return;
+  }
   try {
     execFileSync('valgrind', ['--version'], { stdio: 'ignore' });
   } catch {
     console.log('lookup-own: valgrind is not installed here; skipped');
     return;
   }
-  const variants = [['none', null], ['uvscope', REPO], ...(opts.base ? [['base', opts.base]] : [])];
   const rows = [];
   for (const api of opts.apis) {
     const per = {};

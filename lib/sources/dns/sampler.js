@@ -15,11 +15,11 @@ const { published } = require('../../core/channels');
 const { injectFault, faultsOn } = require('../../core/faults');
 const { DnsWrappers, wrapCallbackLookup, wrapCallbackService } = require('./wrapper');
 
+// The clock of a lookup's end, as slots.js's of its start: process.hrtime.bigint(), read once.
+const hrtimeBigInt = process.hrtime.bigint;
+
 // How far back percentiles reach by default.
 const RECENT_MS = 60000;
-// The process object, read once: the global `process` is an accessor on Node 20 (a global load and
-// a getter call at each use, in the lookup's path).
-const proc = process;
 
 // Per-lookup events (lib/core/channels.js) for exporters that record each lookup and for tracer
 // integrations. Published only when someone subscribes.
@@ -69,7 +69,17 @@ class AppLookups {
   #slots = /** @type {any} */ (null);
   /** @type {import('./slots').LookupRecords<import('./names').AppLookup>} */
   #records = /** @type {any} */ (null);
-  #timeoutFloorS = 0;
+  // Null until the model loads: a field that only ever held numbers is a double field in V8, which
+  // the interpreter boxes into a new heap number at each load (16 bytes a lookup); one that held
+  // null keeps the number's object and loads it as it is.
+  /** @type {number} */
+  #timeoutFloorS = /** @type {any} */ (null);
+  // The last hostname looked up and the figures it counts in: the same name again finds them
+  // without Names#hostFor()'s Map (a hostname counts in the same figures for the sampler's life,
+  // _other included: names are never dropped).
+  #lastHostname = '';
+  /** @type {import('./name-figures').NameFigures | null} */
+  #lastHost = null;
   inFlight = 0;
   active = true;
 
@@ -88,7 +98,12 @@ class AppLookups {
     if (faultsOn) injectFault('dns:started');
     if (this.#names === null) this.#load();
     const names = this.#names;
-    const host = names.hostFor(hostname);
+    let host = this.#lastHost;
+    if (host === null || hostname !== this.#lastHostname) {
+      host = names.hostFor(hostname);
+      this.#lastHost = host;
+      this.#lastHostname = hostname;
+    }
     const ctx = this.#records.take();
     ctx.hostname = hostname;
     ctx.host = host;
@@ -101,7 +116,16 @@ class AppLookups {
       }
     }
     this.inFlight++;
-    this.#slots.submit(ctx);
+    // SlotModel#submit(), written out while a slot is free.
+    const slots = this.#slots;
+    const running = slots.running;
+    if (running < /** @type {number} */ (slots.size)) {
+      slots.running = running + 1;
+      ctx.waitedS = 0;
+      ctx.waiting = false;
+    } else {
+      slots.submit(ctx);
+    }
     return ctx;
   }
 
@@ -126,10 +150,11 @@ class AppLookups {
   record(ctx, err) {
     if (!ctx.live) return;
     try {
-      const t = proc.hrtime();
-      const nowS = t[0];
-      const nowNs = t[1];
-      this.#slots.done(ctx, nowS, nowNs);
+      const now = hrtimeBigInt();
+      // SlotModel#done(), written out while nothing is queued.
+      const slots = this.#slots;
+      if (ctx.waiting || slots.backlog > 0) slots.done(ctx, now);
+      else slots.running--;
       this.inFlight--;
       if (faultsOn) injectFault('dns:record');
       const host = /** @type {import('./name-figures').NameFigures} */ (ctx.host);
@@ -137,8 +162,8 @@ class AppLookups {
         host.ended();
         return;
       }
-      // slots.js's secondsBetween(), written out: the same double.
-      const seconds = ((nowS - ctx.startS) * 1e9 + (nowNs - ctx.startNs)) / 1e9;
+      // slots.js's secondsBetween(), written out.
+      const seconds = Number(now - ctx.start) / 1e9;
       const wait = ctx.waitedS;
       const waited = wait < seconds ? wait : seconds;
       const errorType = err ? String(/** @type {any} */ (err).code || err.name || 'Error') : '';
@@ -290,8 +315,7 @@ function ownTracker(model) {
       if (!ctx.live) return;
       const { ownRecords, slots } = model();
       try {
-        const t = proc.hrtime();
-        slots.done(ctx, t[0], t[1]);
+        slots.done(ctx, hrtimeBigInt());
       } catch (e) {
         reportError('sampler:dns', e);
       } finally {

@@ -87,6 +87,11 @@ class DnsWrappers {
 // net is loaded at the first lookup, not by the preload (it costs ~2 ms to load).
 let isIP = null;
 
+// The last hostname isLookupOf() found to be a name: most lookups repeat it, and the wrappers
+// then ask no more (a symbol at first, which no hostname equals).
+/** @type {unknown} */
+let lastName = Symbol('none yet');
+
 function isLookupOf(hostname) {
   if (typeof hostname !== 'string' || hostname === '') return false;
   // An IPv4 literal starts with a digit and an IPv6 one has a colon (net.isIPv4/isIPv6): other
@@ -94,10 +99,12 @@ function isLookupOf(hostname) {
   // literal starts with a hex digit or a colon: a name starting with another character (g-z,
   // say) needs no search for a colon either.
   const c = hostname.charCodeAt(0) | 0x20; // lower-cased if a letter
-  if (c > 0x66 && c <= 0x7a) return true; // g-z
-  if ((c < 48 || c > 57) && !hostname.includes(':')) return true;
-  if (isIP === null) isIP = require('net').isIP;
-  return isIP(hostname) === 0;
+  if (!(c > 0x66 && c <= 0x7a) && !((c < 48 || c > 57) && !hostname.includes(':'))) {
+    if (isIP === null) isIP = require('net').isIP;
+    if (isIP(hostname) !== 0) return false;
+  }
+  lastName = hostname;
+  return true;
 }
 
 /**
@@ -109,7 +116,7 @@ function isLookupOf(hostname) {
 function wrapCallbackLookup(original, tracker) {
   const lookup = function lookup(hostname, options, callback) {
     const cb = typeof options === 'function' ? options : callback;
-    if (typeof cb !== 'function' || !isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
+    if (typeof cb !== 'function' || (hostname !== lastName && !isLookupOf(hostname))) return Reflect.apply(original, this, arguments);
     let ctx;
     try {
       ctx = tracker.started(hostname);
@@ -133,10 +140,11 @@ function wrapCallbackLookup(original, tracker) {
       }
       return Reflect.apply(cb, this, arguments);
     };
-    const args = Array.prototype.slice.call(arguments);
-    args[typeof options === 'function' ? 1 : 2] = done;
+    // The app's arguments with its callback replaced, in this call's own arguments object (strict
+    // mode: not tied to the parameters), which Reflect.apply copies: no array of our own.
+    arguments[typeof options === 'function' ? 1 : 2] = done;
     try {
-      return Reflect.apply(original, this, args);
+      return Reflect.apply(original, this, arguments);
     } catch (err) {
       if (pending) {
         pending = false;
@@ -159,7 +167,7 @@ function wrapCallbackLookup(original, tracker) {
  */
 function wrapPromiseLookup(original, tracker) {
   const lookup = function lookup(hostname) {
-    if (!isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
+    if (hostname !== lastName && !isLookupOf(hostname)) return Reflect.apply(original, this, arguments);
     let ctx;
     try {
       ctx = tracker.started(hostname);
