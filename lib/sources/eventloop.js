@@ -2,14 +2,11 @@
 
 const { Histogram } = require('../core/histogram');
 const { metricDef, RUNTIME, NO_ATTRIBUTES, attributesOf } = require('./metric-def');
+const { openSchedstat } = require('./schedstat');
 // eventloop-timer.js (timer mode's clock) loads when a sampler runs in timer mode: the default on
 // every Node (iteration mode is an explicit option, see EventLoopSampler).
 
 const RESOLUTION_MS = 10;
-// Linux: nanoseconds the calling thread ran on a CPU and waited on a run queue for one
-// (Documentation/scheduler/sched-stats.rst). Opened once from the main thread and re-read in
-// place (pread at 0, about 4 us): a procfs file, no disk.
-const THREAD_SCHEDSTAT = '/proc/thread-self/schedstat';
 const RESOLUTION_NS = RESOLUTION_MS * 1e6;
 // Iteration mode's histogram holds busy times up to an hour (longer ones count as an hour).
 const ITERATION_HIGHEST_NS = 3600e9;
@@ -301,71 +298,6 @@ function cpuSeconds(usage) {
 /** A monitor's value (ns) as lateness in seconds: less what an undelayed loop reads. */
 function lateness(ns, offsetNs) {
   return Math.max(0, ns - offsetNs) / 1e9;
-}
-
-/**
- * The calling (main) thread's schedstat, opened once: read() gives [ns on a CPU, ns waiting for
- * one] or null. Null off Linux or where the kernel does not provide it.
- */
-function openSchedstat() {
-  if (process.platform !== 'linux') return null;
-  const fs = require('fs');
-  let fd;
-  try {
-    fd = fs.openSync(THREAD_SCHEDSTAT, 'r');
-  } catch {
-    return null;
-  }
-  const buf = Buffer.alloc(128);
-  const sched = {
-    read() {
-      if (fd === null) return null;
-      try {
-        const n = fs.readSync(fd, buf, 0, buf.length, 0);
-        const out = [fieldAt(buf, n, 0), fieldAt(buf, n, 1)];
-        return Number.isFinite(out[0]) && Number.isFinite(out[1]) ? out : null;
-      } catch {
-        return null;
-      }
-    },
-    close() {
-      if (fd === null) return;
-      try {
-        fs.closeSync(fd);
-      } catch {
-        // already closed
-      }
-      fd = null;
-    },
-  };
-  return sched.read() ? sched : (sched.close(), null);
-}
-
-/**
- * The i-th space-separated field of buf's first n bytes as a number, as Number() reads it (NaN
- * when it is not all digits), read from the bytes: no string per field at every sample. Fields of
- * more than 15 digits (past 2^53, exact only as Number() rounds them) go through a string.
- * @param {Buffer} buf
- * @param {number} n
- * @param {number} index
- */
-function fieldAt(buf, n, index) {
-  let at = 0;
-  for (let f = 0; f < index; f++) {
-    while (at < n && buf[at] !== 0x20) at++;
-    at++;
-  }
-  if (at > n) return NaN; // fewer fields (split() gives undefined)
-  let end = at;
-  while (end < n && buf[end] !== 0x20 && buf[end] !== 0x0a) end++;
-  if (end === at || end - at > 15) return Number(buf.toString('latin1', at, end));
-  let value = 0;
-  for (let i = at; i < end; i++) {
-    const d = buf[i] - 0x30;
-    if (d < 0 || d > 9) return NaN;
-    value = value * 10 + d;
-  }
-  return value;
 }
 
 /**
