@@ -5,7 +5,8 @@
 // rules share over it.
 
 const { findPoint } = require('../snapshot/snapshot');
-const { summarizePool, POOL_CELLS, CPU_FIGURES } = require('./pool');
+const { summarizePool, POOL_CELLS } = require('./pool');
+const { CPU_FIGURES } = require('./cpu');
 const { Columns, defineColumns } = require('./columns');
 
 /**

@@ -1,7 +1,7 @@
 'use strict';
 
 const { findPoint } = require('../snapshot/snapshot');
-const { poolCpuWaitShare } = require('../findings/pool');
+const { poolCpuWaitShare } = require('../findings/cpu');
 const { typeName } = require('../findings/found/pool');
 const { otherPoolWork, RULES: POOL_WORK_RULES } = require('./other-pool-work');
 const CPU_STARVED = require('../findings/rules/cpu-starved');

@@ -51,7 +51,7 @@ describe('findings: cpu-throttled under a real CPU quota', function () {
 
 describe('findings: advice that counts CPUs counts the budget', () => {
   const os = require('os');
-  const { availableCores } = require('../../lib/findings/pool');
+  const { availableCores } = require('../../lib/findings/cpu');
   const { summarize } = require('../../lib/findings/window');
 
   it('pools are sized to process.cpu.budget (whole CPUs, at least 1), the host\'s CPUs only without one', () => {

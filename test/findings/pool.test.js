@@ -6,7 +6,8 @@
 // copy, and its readers keep nothing.
 
 const assert = require('node:assert/strict');
-const { summarizePool, poolWait, probeWait, cpuStarved } = require('../../lib/findings/pool');
+const { summarizePool, poolWait, probeWait } = require('../../lib/findings/pool');
+const { cpuStarved } = require('../../lib/findings/cpu');
 const { windowColumns } = require('../../lib/findings/window');
 
 const pendingPoints = (counts) => Object.entries(counts).map(([kind, value]) => ({ name: 'nodejs.uv.threadpool.pending', attributes: { 'nodejs.uv.threadpool.kind': kind }, value }));

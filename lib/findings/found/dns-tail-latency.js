@@ -5,7 +5,7 @@
 // Loaded then, not with the rule: most processes never see such a tail.
 
 const { windowSeconds } = require('../window');
-const { cpuStarved } = require('../pool');
+const { cpuStarved } = require('../cpu');
 const { ms } = require('../../core/format');
 
 /**

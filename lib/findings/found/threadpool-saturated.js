@@ -6,7 +6,8 @@
 // heap for nothing.
 
 const { windowSeconds } = require('../window');
-const { poolWait, poolHeld, availableCores, probeWait } = require('../pool');
+const { poolWait, poolHeld, probeWait } = require('../pool');
+const { availableCores } = require('../cpu');
 const { typeName, tracedJobs, busyThreads, lookupTimes } = require('./pool');
 const { ms, pct, round } = require('../../core/format');
 

@@ -2,7 +2,7 @@
 
 const { defineRule } = require('../rule');
 const throttled = require('./cpu-throttled');
-const { cpuFigures, cpuStarved } = require('../pool');
+const { cpuFigures, cpuStarved } = require('../cpu');
 const { gate, GATES } = require('../window');
 const { ms, pct } = require('../../core/format');
 

@@ -2,7 +2,7 @@
 
 const { defineRule } = require('../rule');
 const { windowSeconds, aggregate } = require('../window');
-const { cpuStarved } = require('../pool');
+const { cpuStarved } = require('../cpu');
 
 /**
  * dns-resolver-timeout: lookups that ended just after a multiple of the resolv.conf timeout (the
