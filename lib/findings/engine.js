@@ -1,7 +1,8 @@
 'use strict';
 
 const RULES = require('./index');
-const { summarize, windowColumns, mergeHosts, isActive, blockedInInterval, HostPool, HOST_BUCKETS } = require('./window');
+const { summarize, windowColumns, blockedInInterval } = require('./window');
+const { mergeHosts, isActive, HostPool, HOST_BUCKETS } = require('./hosts');
 const { poolHeld } = require('./pool');
 
 // The engine's own limits; each rule declares its own (lib/findings/rules/*.js).
