@@ -19,8 +19,10 @@ describe('the incident lab (examples/incidents)', function () {
       assert.ok(!r[64].findings.includes('threadpool-dns-saturated'), r[64].findings.join());
       assert.ok(r[4].dnsQueueWaitMean > 0.1, `pool 4 waits ${r[4].dnsQueueWaitMean} s`);
       assert.ok(r[64].dnsQueueWaitMean < r[4].dnsQueueWaitMean / 10, `pool 64 waits ${r[64].dnsQueueWaitMean} s`);
-      // With no queue, a lookup takes what the DNS server takes (30 ms).
-      assert.ok(r[64].lookupMean > 0.029 && r[64].lookupMean < 0.06, `lookup mean ${r[64].lookupMean}`);
+      // With no queue, a lookup takes what the DNS server takes (30 ms) and its callback's wait
+      // for the app's loop, busy with 32 clients (62 ms in all at a load average of 10): under
+      // 100 ms, and half of what pool 4's queue makes it.
+      assert.ok(r[64].lookupMean > 0.029 && r[64].lookupMean < Math.min(0.1, r[4].lookupMean / 2), `lookup mean ${r[64].lookupMean} (pool 4: ${r[4].lookupMean})`);
     });
 
     it('klarna: hot-shots with a hostname piles up thousands of GetAddrInfoReqWrap; dns-no-cache names hot-shots', async () => {
