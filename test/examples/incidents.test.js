@@ -2,8 +2,7 @@
 
 const assert = require('node:assert/strict');
 const { requireNamespace } = require('../helpers/namespace');
-const os = require('os');
-const { requireCgroup, cgroupSupport, createCpuCgroup } = require('../helpers/cgroup');
+const { requireCgroup, spawnWeighted } = require('../helpers/cgroup');
 
 const quiet = { print: () => {} };
 
@@ -62,18 +61,11 @@ describe('the incident lab (examples/incidents)', function () {
   });
 
   it('zooz: CPU-bound handlers and no keep-alive give eventloop-blocked and http-no-keepalive, and no threadpool finding', async () => {
-    // The app in a cgroup of ten times the default CPU weight (support/cgroup.js; its quota is the
-    // host's CPUs) where one can be made. Beside other sessions' load (a load average of 10 on 2
+    // The app in a cgroup of ten times the default CPU weight where one can be made (spawnWeighted). Beside other sessions' load (a load average of 10 on 2
     // cores, where nice counts only within a session: autogroups) its loop waited for a CPU 0.17 s
     // of 0.27 s, which eventloop-blocked rightly does not call the app's block, and it served 12-24
     // requests a second; in the cgroup 32-33, both findings in 3 runs of 3.
-    const cg = cgroupSupport().ok ? createCpuCgroup({ cpus: os.availableParallelism(), name: 'uvscope-lab' }) : null;
-    let r;
-    try {
-      r = await require('../../examples/incidents/zooz').run({ ...quiet, seconds: 2, spawnWith: cg ? cg.spawn : undefined });
-    } finally {
-      if (cg) await cg.remove();
-    }
+    const r = await require('../../examples/incidents/zooz').run({ ...quiet, seconds: 2, spawnWith: spawnWeighted });
     assert.ok(r.findings.includes('eventloop-blocked'), r.findings.join());
     assert.ok(r.findings.includes('http-no-keepalive'), r.findings.join());
     assert.ok(!r.findings.includes('threadpool-dns-saturated'), 'a blocked loop is not a DNS queue');
