@@ -101,17 +101,12 @@ function createThreadpoolSampler(options = {}) {
       // Launched once the whole sample is done: an exporter that loads its library at the first
       // sample (the standalone OTLP SDK: 100s of ms on a busy machine) must not be taken for a
       // wait of the pool.
-      // A probe in flight at this sample ends in the next interval: none is launched after it
-      // then, or that interval could hold two of its observations (the one in flight, then one
-      // launched once it ended), which OTLP, recording one per interval, cannot tell apart.
       const due = probesDue(pending, busy, waitSeconds);
-      const dns = due.dns && !probes.dns.inFlight;
-      const work = due.work && probes.work !== null && !probes.work.inFlight;
-      if (!closed && (dns || work)) {
+      if (!closed && (due.dns || due.work)) {
         setImmediate(() => {
           if (closed) return;
-          if (dns) tracer.untraced(() => probes.dns.launch());
-          if (work && probes.work) tracer.untraced(() => probes.work.launch());
+          if (due.dns) tracer.untraced(() => probes.dns.launch());
+          if (due.work && probes.work) tracer.untraced(() => probes.work.launch());
         });
       }
       return out;
