@@ -66,8 +66,8 @@ describe('samplers/dns: every lookup, against a DNS server the test controls', f
       assert.ok(s.sum >= span - 0.002, `${r.via}: ${s.sum} s < the ${span} s the server took`);
       assert.ok(s.sum <= r.seconds + 0.001, `${r.via}: agent ${s.sum} s > app-measured ${r.seconds} s`);
       assert.ok(s.sum <= span + OVER_SPAN_S, `${r.via}: ${s.sum} s much more than the ${span} s the server took`);
-      assert.equal(s.le(0.1), 0);
-      assert.equal(s.le(0.25), 1);
+      // Its one lookup in the bucket of its time (over 0.25 s once on Node 26, loaded).
+      for (const bound of [0.1, 0.25, 0.5]) assert.equal(s.le(bound), s.sum <= bound ? 1 : 0, `${r.via}: ${s.sum} s, le ${bound}`);
     }
   });
 
