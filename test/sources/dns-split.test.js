@@ -179,8 +179,9 @@ describe('sources/dns: the split into waiting for a DNS slot and resolving, agai
     const jobs = r.poolJobs.map((j) => (j.end - j.at) / 1000);
     if (process.env.UVSCOPE_TEST_VERBOSE) console.log(name, { h, t, jobs, probes: r.snapshot.details.threadpool.probes }, r.text);
     // The setup: the server saw each query far later than a lookup with a free thread sends it
-    // (0.5 to 6 ms, above): the lookups waited for a thread behind the jobs.
-    assert.ok(t.every((x) => x.wait >= 0.1), `setup: the lookups waited ${t.map((x) => x.wait)} s for a thread (the pbkdf2 jobs took ${jobs} s)`);
+    // (0.5 to 6 ms, above): the lookups waited for a thread behind the jobs (0.0995 s once, the
+    // jobs taking 0.10-0.20 s on a loaded machine: 50 ms is far enough).
+    assert.ok(t.every((x) => x.wait >= 0.05), `setup: the lookups waited ${t.map((x) => x.wait)} s for a thread (the pbkdf2 jobs took ${jobs} s)`);
     // The model: the 2 lookups had the 2 slots, so no DNS-slot wait; the wait for a thread is in
     // "resolving" (the model cannot see it).
     assert.equal(h.lookups, t.length);
