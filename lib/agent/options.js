@@ -10,7 +10,7 @@
 
 const { setting, readSetting: readRow, fromEnvironment, environment, invalid } = require('../core/setting');
 const { parseBoolean, parseInteger, parseList, parseEither, parseMatching } = require('../settings/parsers');
-const { SAMPLERS } = require('../sources');
+const { SOURCES } = require('../sources');
 const { EXPORTERS } = require('../../exporters');
 const endpoint = require('../endpoint/manifest');
 const faults = require('../core/faults');
@@ -33,7 +33,7 @@ const AGENT = Object.freeze([
 const SETTINGS = Object.freeze([
   ...AGENT,
   ...endpoint.SETTINGS,
-  ...SAMPLERS.flatMap((s) => s.settings),
+  ...SOURCES.flatMap((s) => s.settings),
   ...EXPORTERS.flatMap((e) => e.settings),
   ...faults.SETTINGS,
   ...libuv.SETTINGS,
