@@ -69,7 +69,7 @@ class SnapshotMetric {
 /**
  * The text exposition of the catalog for the given sources, the same text prom-client's
  * Registry#metrics() writes for the SnapshotMetrics, built without an object per bucket line
- * (bench/multiprocess.js: about a fifth of the registry's time at 8 MiB of text).
+ * (its cost against the registry's: bench/multiprocess.js).
  * @param {{ attributes: Record<string, string>, snapshot: { points: readonly object[] } }[]} sources
  * @returns {string}
  */
