@@ -3,14 +3,13 @@
 const { warnOnce, countError, reportError } = require('../../lib/core/errors');
 const { WARNINGS } = require('../../lib/core/warnings');
 const { readSetting } = require('../../lib/core/setting');
-const { UV_THREADPOOL_SIZE } = require('../../lib/core/libuv');
 const { RUNTIME_METRICS } = require('./manifest');
-const { findPoint } = require('../../lib/snapshot/snapshot');
 const { createSink } = require('./transport');
 const { createSeriesFlusher, tag } = require('./series');
 const { CATALOG } = require('../../lib/snapshot/catalog');
 const { createEventDistributions } = require('./lookups');
 const { createSpanTagger } = require('./spans');
+const { earlySpans } = require('../early-spans');
 const { processIdentity } = require('../../lib/core/identity');
 
 /**
@@ -89,14 +88,7 @@ function createExporter(context, pre = early(context)) {
  * @returns {{ spans: object|null, close(): void }}
  */
 function early(context) {
-  const { dnsLookupStart: startChannel } = context.channels.published;
-  const spans = context.options.datadog.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(context.latest()) }) : null;
-  return {
-    spans,
-    close() {
-      if (spans) spans.close();
-    },
-  };
+  return earlySpans(context, context.options.datadog.traceTags, createSpanTagger);
 }
 
 // pid (and worker_id in a cluster worker) on everything: DogStatsD keeps the last gauge value per
@@ -119,14 +111,6 @@ function unifiedTags(o) {
 function sendEventLoop(setting) {
   if (setting !== 'auto') return setting;
   return !readSetting(RUNTIME_METRICS);
-}
-
-function poolSize(latest) {
-  if (latest) {
-    const p = /** @type {{ value?: number } | undefined} */ (findPoint(latest.points, 'nodejs.uv.threadpool.size'));
-    if (p) return p.value;
-  }
-  return readSetting(UV_THREADPOOL_SIZE);
 }
 
 function onError(what, err) {

@@ -6,10 +6,9 @@
 
 const { setting } = require('../../lib/core/setting');
 const {
-  parseBoolean, parseAutoBoolean, parseInteger, parseHost, parseName, parseDogStatsdUrl, parseTags, parseObjectWith,
+  BOOLEAN, parseBoolean, parseAutoBoolean, parseInteger, parseHost, parseName, parseDogStatsdUrl, parseTags, parseObjectWith,
 } = require('../../lib/settings/parsers');
 
-const BOOLEAN = 'true/false, 1/0, yes/no, on/off';
 const NAME = 'a non-empty name of at most 200 characters';
 
 // dd-trace's own variable: whether its runtime metrics (event loop, heap, GC) are on. Read when

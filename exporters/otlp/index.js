@@ -7,10 +7,8 @@ const { warnOnce, countError, reportError } = require('../../lib/core/errors');
 const { injectFault } = require('../../lib/core/faults');
 const { safeSubscriber } = require('../../lib/core/channels');
 const { WARNINGS } = require('../../lib/core/warnings');
-const { readSetting } = require('../../lib/core/setting');
-const { UV_THREADPOOL_SIZE } = require('../../lib/core/libuv');
-const { findPoint } = require('../../lib/snapshot/snapshot');
 const { createSpanAttributer } = require('./spans');
+const { earlySpans } = require('../early-spans');
 
 // Observations made before uvscope has a provider to record them on (the app's SDK may start
 // after uvscope): kept, up to this many, and recorded once a provider is there.
@@ -45,23 +43,7 @@ function createExporter(context, pre = early(context)) {
  * @returns {{ spans: ReturnType<typeof createSpanAttributer> | null, close(): void }}
  */
 function early(context) {
-  const { dnsLookupStart: startChannel } = context.channels.published;
-  const spans = context.options.otlp.traceAttributes ? createSpanAttributer({ startChannel, poolSize: () => poolSize(context.latest()) }) : null;
-  return {
-    spans,
-    close() {
-      if (spans) spans.close();
-    },
-  };
-}
-
-// The threadpool size in effect: the last snapshot's, else the setting.
-function poolSize(latest) {
-  if (latest) {
-    const p = /** @type {{ value?: number } | undefined} */ (findPoint(latest.points, 'nodejs.uv.threadpool.size'));
-    if (p) return p.value;
-  }
-  return readSetting(UV_THREADPOOL_SIZE);
+  return earlySpans(context, context.options.otlp.traceAttributes, createSpanAttributer);
 }
 
 // Histograms that gain at most one observation per series between two samples (the probes).

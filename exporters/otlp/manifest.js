@@ -6,9 +6,8 @@
 // it never loads an OpenTelemetry package.
 
 const { setting, readSetting } = require('../../lib/core/setting');
-const { parseBoolean, parseInteger, parseOneOf, parseAutoOnOff } = require('../../lib/settings/parsers');
+const { BOOLEAN, parseBoolean, parseInteger, parseOneOf, parseAutoOnOff } = require('../../lib/settings/parsers');
 
-const BOOLEAN = 'true/false, 1/0, yes/no, on/off';
 
 /** OTLP protocols (OTEL_EXPORTER_OTLP_PROTOCOL), one exporter package each (standalone.js). */
 const PROTOCOLS = Object.freeze(['http/protobuf', 'http/json', 'grpc']);

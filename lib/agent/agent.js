@@ -4,7 +4,7 @@
 // is in sampling.js, the resolver's configuration in resolver.js, the endpoint's routes in
 // lib/endpoint/routes.js and the exit report in lib/report/exit.js.
 
-const { SAMPLERS } = require('../sources');
+const { SOURCES } = require('../sources');
 const { createExporter, startEarly } = require('../../exporters');
 const { createOwnIo } = require('../core/own-io');
 const channels = require('../core/channels');
@@ -38,7 +38,7 @@ class Agent {
   /** @type {NodeJS.Timeout | null} */
   #timer = null;
   #closed = false;
-  /** @type {import('./resolver').ResolverConfig | null} made in the second phase */
+  /** @type {import('./resolver').ResolverReader | null} made in the second phase */
   #resolver = null;
   #ownIo = createOwnIo();
   /** @type {import('../endpoint/server').AgentServer | null} */
@@ -100,7 +100,7 @@ class Agent {
     /** @type {import('../sources').SamplerContext} */
     const samplerContext = { options: this.#options, ownIo: this.#ownIo, resolver: () => (this.#resolver ? this.#resolver.current : null) };
     const samplers = new Map();
-    for (const { name, early, create } of SAMPLERS) {
+    for (const { name, early, create } of SOURCES) {
       if (!(typeof early === 'function' ? early(this.#options) : early)) continue;
       const sampler = this.#createSampler(name, create, samplerContext);
       if (sampler) samplers.set(name, sampler);
@@ -148,7 +148,7 @@ class Agent {
     const time = Date.now();
     const details = collectDetails(samplers);
     endIntervals(samplers);
-    if (!this.#resolver) this.#resolver = new lazy.resolver.ResolverConfig();
+    if (!this.#resolver) this.#resolver = new lazy.resolver.ResolverReader();
     this.#resolver.refresh(time);
     const resolver = this.#resolver.details();
     if (resolver) details.resolver = resolver;
@@ -192,7 +192,7 @@ class Agent {
     this.#early = null;
     this.#history = this.#safely('page', () => lazy.page.createHistory());
     this.#findings = this.#safely('findings', () => lazy.findings.createFindingsEngine({ intervalMs: this.#options.intervalMs, startTime: Date.now() }));
-    this.#resolver = new lazy.resolver.ResolverConfig();
+    this.#resolver = new lazy.resolver.ResolverReader();
     this.#resolver.refresh(Date.now());
     this.#server = this.#safely('server', () => this.#createServer());
     // Exporters before the other samplers: loading their libraries blocks the loop for tens of
@@ -207,7 +207,7 @@ class Agent {
       else if (pre.get(name)) this.#safely(`exporter:${name}`, () => pre.get(name).close());
     }
     const all = [];
-    for (const { name, create } of SAMPLERS) {
+    for (const { name, create } of SOURCES) {
       const sampler = samplers.has(name) ? samplers.get(name) : this.#createSampler(name, create, samplerContext);
       if (sampler) all.push(sampler);
     }

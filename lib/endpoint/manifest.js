@@ -5,9 +5,8 @@
 // one endpoint (multiprocess.js). Light: it imports only lib/core and lib/settings.
 
 const { setting } = require('../core/setting');
-const { parseBoolean, parseHost, parseInteger } = require('../settings/parsers');
+const { BOOLEAN, parseBoolean, parseHost, parseInteger } = require('../settings/parsers');
 
-const BOOLEAN = 'true/false, 1/0, yes/no, on/off';
 
 const SETTINGS = Object.freeze([
   setting('snapshot.host', 'UVSCOPE_SNAPSHOT_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0', { default: '127.0.0.1', doc: 'where /snapshot.json is served when Prometheus is off' }),

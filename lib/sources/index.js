@@ -86,7 +86,7 @@ function later(name, load) {
  * through later().
  * @type {readonly Source[]}
  */
-const SAMPLERS = Object.freeze([
+const SOURCES = Object.freeze([
   later('resources', () => require('./resources')),
   require('./threadpool').source,
   later('eventloop', () => require('./eventloop')),
@@ -96,4 +96,4 @@ const SAMPLERS = Object.freeze([
   later('cpu', () => require('./cpu')),
 ]);
 
-module.exports = { SAMPLERS, later };
+module.exports = { SOURCES, later };
