@@ -18,8 +18,6 @@ const RUNTIME_METRICS = setting('datadog.runtimeMetrics', 'DD_RUNTIME_METRICS_EN
 
 module.exports = Object.freeze({
   name: 'datadog',
-  // Tags on dd-trace's dns.lookup spans: its early(context) runs in the preload.
-  early: true,
   settings: Object.freeze([
     setting('datadog.url', 'DD_DOGSTATSD_URL', parseDogStatsdUrl, 'udp://host[:port], unix:///path/to/dsd.socket or unixgram:///path/to/dsd.socket', { doc: 'where the Datadog Agent listens, as dd-trace reads it' }),
     setting('datadog.host', ['DD_DOGSTATSD_HOST', 'DD_AGENT_HOST'], parseHost, 'the Datadog Agent\'s hostname or IP address', { default: 'localhost', doc: 'the Datadog Agent\'s host' }),

@@ -8,6 +8,7 @@ const { SAMPLERS } = require('../sources');
 const { createExporter, startEarly } = require('../../exporters');
 const { createOwnIo } = require('../core/own-io');
 const channels = require('../core/channels');
+const { startSpanContext } = require('./spans');
 const { reportError } = require('../core/errors');
 const { injectFault } = require('../core/faults');
 
@@ -47,6 +48,8 @@ class Agent {
   #history = null;
   /** @type {any} the findings engine, from the second phase */
   #findings = null;
+  /** @type {ReturnType<typeof startSpanContext> | null} uvscope's context on the app's dns.lookup spans */
+  #spans = null;
   /** @type {{ samplerContext: object, samplers: Map<string, any>, pre: Map<string, any> } | null} what the first phase made, until the second phase adopts it */
   #early = null;
   /** @type {NodeJS.Timeout | null} the timer that starts the second phase */
@@ -112,6 +115,7 @@ class Agent {
       this.#safely(`exporter:${name}`, () => pre.set(name, startEarly(name, context)));
     }
     this.#early = { samplerContext, samplers, pre };
+    this.#spans = this.#safely('spans', () => startSpanContext({ options: this.#options, startChannel: channels.published.dnsLookupStart, latest: () => this.#latest }));
     if (this.#options.reportOnExit) {
       const target = this.#options.reportOnExit;
       this.#onExit = () => this.#safely('report', () => {
@@ -171,6 +175,7 @@ class Agent {
     for (const s of this.#samplers) this.#safely(`sampler:${s.name}`, () => s.close());
     // Stopped before the second phase: undo the exporters' early work.
     if (this.#early) for (const [name, pre] of this.#early.pre) if (pre) this.#safely(`exporter:${name}`, () => pre.close());
+    if (this.#spans) this.#safely('spans', () => this.#spans.close());
     await Promise.all([
       ...this.#exporters.map(async (e) => {
         try {
@@ -197,6 +202,7 @@ class Agent {
     this.#server = this.#safely('server', () => this.#createServer());
     // Exporters before the other samplers: loading their libraries blocks the loop for tens of
     // ms, which the event-loop sampler must not take for the app's delay (its monitor starts after).
+    if (this.#spans) this.#safely('spans', () => this.#spans.refresh(false)); // the app's top-level code is done
     const context = this.#exporterContext();
     for (const name of this.#options.exporters) {
       const exporter = this.#safely(`exporter:${name}`, () => {
@@ -260,6 +266,7 @@ class Agent {
   #exportAll(snapshot) {
     // A process that does not hold the endpoint's port sends its snapshot to the one that does.
     if (this.#server) this.#safely('multiprocess', () => this.#server.export(snapshot));
+    if (this.#spans) this.#safely('spans', () => this.#spans.refresh()); // a tracer registered since
     const exporters = this.#exporters;
     for (let i = 0; i < exporters.length; i++) {
       const exporter = exporters[i];
