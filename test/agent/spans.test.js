@@ -59,6 +59,21 @@ describe('agent/spans: uvscope\'s context on the app\'s dns.lookup spans with UV
     assert.deepEqual(spans.flatMap((s) => Object.keys(s.attributes).filter((k) => k.startsWith('uvscope.'))), []);
   });
 
+  it('twin: with no tracer, nothing of it is loaded and, after the agent\'s first tick, nobody listens to the app\'s lookups for it', async () => {
+    const r = await runNode(['--require', REGISTER, '-e', `
+      const dc = require('diagnostics_channel');
+      const dns = require('dns');
+      const start = dc.channel('uvscope:dns.lookup:start');
+      const early = start.hasSubscribers;
+      setTimeout(() => dns.lookup('localhost', () => {
+        const files = Object.keys(require.cache).filter((f) => /(exporters[\\/](otlp|datadog)[\\/]spans|span-pairing)\\.js$/.test(f));
+        console.log(JSON.stringify({ early, later: start.hasSubscribers, files }));
+      }), 50);
+    `], { env: { UVSCOPE_EXPORTERS: 'prometheus', UVSCOPE_PROMETHEUS_PORT: '0' } });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(lastJson(r.stdout), { early: true, later: false, files: [] });
+  });
+
   describe(`dd-trace ${ddTraceMajor()}`, () => {
     for (const order of [[REGISTER, DD_INIT], [DD_INIT, REGISTER]]) {
       it(`${order[0] === REGISTER ? 'uvscope first' : 'dd-trace first'}: every dns.lookup span carries the lookups in flight and queued ahead of it`, async () => {
