@@ -98,6 +98,28 @@ describe('own-io: uvscope\'s own I/O makes no span in the app\'s traces', functi
       }
     }
 
+    it('two processes on one port: the member\'s pushes to the holder and its attempt to listen make no span in the member\'s traces, nor does serving them in the holder\'s', async () => {
+      const port = await freePort();
+      const env = { UVSCOPE_EXPORTERS: 'prometheus', UVSCOPE_PROMETHEUS_PORT: String(port), UVSCOPE_INTERVAL_MS: '100', FIXTURE_NAMES: NAMES.join(','), TRACED_NET_HTTP: '1' };
+      const preloads = ['--require', REGISTER, '--require', SETUP, APP];
+      // The holder scrapes itself once the member has pushed for a while: its figures are there.
+      const holding = runNode(preloads, { env: { ...env, HOLD_MS: '2500', SCRAPE_PORT: String(port) }, timeoutMs: 30000 });
+      await new Promise((resolve) => setTimeout(resolve, 800));
+      const member = await runNode(preloads, { env: { ...env, HOLD_MS: '2000' }, timeoutMs: 30000 });
+      const holder = await holding;
+      for (const r of [member, holder]) {
+        assert.equal(r.code, 0, r.stderr);
+        assert.doesNotMatch(r.stderr, /uvscope/, 'no warning');
+      }
+      const [m, h] = [lastJson(member.stdout), lastJson(holder.stdout)];
+      assert.ok(h.pids.includes(m.pid), `the member pushed to the holder: ${h.pids}`);
+      for (const out of [m, h]) {
+        assert.equal(out.spans.filter((s) => s.name === 'dns.lookup').length, NAMES.length, JSON.stringify(out.spans.map((s) => s.name)));
+        assert.deepEqual(out.spans.filter((s) => s.kind === SERVER), []);
+      }
+      if (m.instrumented.includes('http')) assert.deepEqual(m.spans.filter((s) => s.name !== 'dns.lookup').map((s) => s.name), [], 'no push of the member\'s');
+    });
+
     it('twin: the app\'s own connections and requests are still traced (the instrumentations are on)', async function () {
       const out = await runTraced({ exporter: 'prometheus', preloads: [REGISTER, SETUP] });
       requireNetHttp(this, out.instrumented);
