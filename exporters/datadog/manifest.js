@@ -1,6 +1,6 @@
 'use strict';
 
-// The DogStatsD exporter's declaration: its name, settings rows and early work (exporters/index.js
+// The DogStatsD exporter's declaration: its name and settings rows (exporters/index.js
 // lists it; lib/agent/options.js takes its rows). Light: it imports only lib/core and
 // lib/settings, so reading it never loads hot-shots.
 
