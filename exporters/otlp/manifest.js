@@ -42,8 +42,6 @@ function otlpStandardSettings(env) {
 
 module.exports = Object.freeze({
   name: 'otlp',
-  // Attributes on OpenTelemetry dns.lookup spans: its early(context) runs in the preload.
-  early: true,
   settings: Object.freeze([
     setting('otlp.mode', 'UVSCOPE_OTLP_MODE', parseOneOf(['auto', 'companion', 'standalone']), 'auto (the app\'s global MeterProvider if it registers one, else uvscope\'s own), companion or standalone', { default: 'auto', doc: 'where OTLP metrics go' }),
     setting('otlp.runtimeMetrics', 'UVSCOPE_OTLP_RUNTIME_METRICS', parseAutoOnOff, `auto (off when @opentelemetry/instrumentation-runtime-node is loaded), on or off (or ${BOOLEAN})`, { default: 'auto', doc: 'whether to export nodejs.eventloop.* and v8js.*' }),

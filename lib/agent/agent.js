@@ -5,9 +5,10 @@
 // lib/endpoint/routes.js and the exit report in lib/report/exit.js.
 
 const { SOURCES } = require('../sources');
-const { createExporter, startEarly } = require('../../exporters');
+const { createExporter } = require('../../exporters');
 const { createOwnIo } = require('../core/own-io');
 const channels = require('../core/channels');
+const { startSpanContext } = require('./spans');
 const { reportError } = require('../core/errors');
 const { injectFault } = require('../core/faults');
 
@@ -47,7 +48,9 @@ class Agent {
   #history = null;
   /** @type {any} the findings engine, from the second phase */
   #findings = null;
-  /** @type {{ samplerContext: object, samplers: Map<string, any>, pre: Map<string, any> } | null} what the first phase made, until the second phase adopts it */
+  /** @type {ReturnType<typeof startSpanContext> | null} uvscope's context on the app's dns.lookup spans */
+  #spans = null;
+  /** @type {{ samplerContext: object, samplers: Map<string, any> } | null} what the first phase made, until the second phase adopts it */
   #early = null;
   /** @type {NodeJS.Timeout | null} the timer that starts the second phase */
   #deferred = null;
@@ -86,8 +89,8 @@ class Agent {
 
   /**
    * Start in two phases. The first does what must precede the app's first line: the early
-   * samplers (wrap dns.lookup, subscribe to the connection channels) and the exporters' early
-   * work (exporters/index.js EARLY), all cheap. The second creates the endpoint, the exporters
+   * samplers (wrap dns.lookup, subscribe to the connection channels) and the lookup-span context
+   * (./spans.js), all cheap. The second creates the endpoint, the exporters
    * (prom-client, hot-shots, the OpenTelemetry SDK load there) and the other samplers; the
    * sampling timer starts with the first. With `defer` (the preload) the second phase runs on the
    * first timer tick, after the app's top-level code, from an unref'd timer: a process that exits
@@ -106,12 +109,8 @@ class Agent {
       if (sampler) samplers.set(name, sampler);
     }
     this.#samplers = [...samplers.values()];
-    const context = this.#exporterContext();
-    const pre = new Map();
-    for (const name of this.#options.exporters) {
-      this.#safely(`exporter:${name}`, () => pre.set(name, startEarly(name, context)));
-    }
-    this.#early = { samplerContext, samplers, pre };
+    this.#early = { samplerContext, samplers };
+    this.#spans = this.#safely('spans', () => startSpanContext({ options: this.#options, startChannel: channels.published.dnsLookupStart, latest: () => this.#latest }));
     if (this.#options.reportOnExit) {
       const target = this.#options.reportOnExit;
       this.#onExit = () => this.#safely('report', () => {
@@ -169,8 +168,7 @@ class Agent {
     clearInterval(this.#timer);
     if (this.#onExit) process.off('exit', this.#onExit);
     for (const s of this.#samplers) this.#safely(`sampler:${s.name}`, () => s.close());
-    // Stopped before the second phase: undo the exporters' early work.
-    if (this.#early) for (const [name, pre] of this.#early.pre) if (pre) this.#safely(`exporter:${name}`, () => pre.close());
+    if (this.#spans) this.#safely('spans', () => this.#spans.close());
     await Promise.all([
       ...this.#exporters.map(async (e) => {
         try {
@@ -188,7 +186,7 @@ class Agent {
     if (this.#early === null || this.#closed) return;
     clearTimeout(this.#deferred);
     this.#deferred = null;
-    const { samplerContext, samplers, pre } = this.#early;
+    const { samplerContext, samplers } = this.#early;
     this.#early = null;
     this.#history = this.#safely('page', () => lazy.page.createHistory());
     this.#findings = this.#safely('findings', () => lazy.findings.createFindingsEngine({ intervalMs: this.#options.intervalMs, startTime: Date.now() }));
@@ -197,14 +195,14 @@ class Agent {
     this.#server = this.#safely('server', () => this.#createServer());
     // Exporters before the other samplers: loading their libraries blocks the loop for tens of
     // ms, which the event-loop sampler must not take for the app's delay (its monitor starts after).
+    if (this.#spans) this.#safely('spans', () => this.#spans.refresh(false)); // the app's top-level code is done
     const context = this.#exporterContext();
     for (const name of this.#options.exporters) {
       const exporter = this.#safely(`exporter:${name}`, () => {
         injectFault(`create:exporter:${name}`);
-        return createExporter(name, context, pre.get(name));
+        return createExporter(name, context);
       });
       if (exporter) this.#exporters.push(exporter);
-      else if (pre.get(name)) this.#safely(`exporter:${name}`, () => pre.get(name).close());
     }
     const all = [];
     for (const { name, create } of SOURCES) {
@@ -260,6 +258,7 @@ class Agent {
   #exportAll(snapshot) {
     // A process that does not hold the endpoint's port sends its snapshot to the one that does.
     if (this.#server) this.#safely('multiprocess', () => this.#server.export(snapshot));
+    if (this.#spans) this.#safely('spans', () => this.#spans.refresh()); // a tracer registered since
     const exporters = this.#exporters;
     for (let i = 0; i < exporters.length; i++) {
       const exporter = exporters[i];
