@@ -6,10 +6,10 @@
 
 const os = require('os');
 const { findPoint } = require('../snapshot/snapshot');
-const { defineColumns } = require('./columns');
+const { defineColumns } = require('../core/columns');
 const { busyNow } = require('./pool');
 
-/** @typedef {import('./columns').Columns} Columns */
+/** @typedef {import('../core/columns').Columns} Columns */
 
 // Cells of a summary's row after the pool's figures (lib/findings/window.js): cpu-starved's.
 const CPU_FIGURES = ['mainCpu', 'mainWait', 'processCpu', 'utilization', 'budget'];

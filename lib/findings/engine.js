@@ -52,7 +52,7 @@ class FindingsEngine {
   #inFlight = new InFlightBefore();
   #context;
   #spareHosts = new HostPool();
-  // The summaries' numbers, a row per summary of the full window (lib/findings/columns.js).
+  // The summaries' numbers, a row per summary of the full window (lib/core/columns.js).
   #cells;
 
   /** @param {{ intervalMs: number, startTime?: number, limits?: Partial<typeof LIMITS> }} options */

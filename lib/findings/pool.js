@@ -8,11 +8,11 @@
 // work, not behind each other.
 
 const { findPoint } = require('../snapshot/snapshot');
-const { Columns, defineColumns } = require('./columns');
+const { Columns, defineColumns } = require('../core/columns');
 
 // The pool's figures of an interval (summarizePool()). The window holds one per interval (600 at
 // a 100 ms interval, for 60 s): its numbers are in cells of the window's columns
-// (lib/findings/columns.js: the summary's row), the probes' and the busy threads' too, so that
+// (lib/core/columns.js: the summary's row), the probes' and the busy threads' too, so that
 // an interval keeps one object here, not four (the pool's, a probe's twice, a copy of the
 // busy-thread reading with its doubles as heap numbers: ~200 bytes an interval). `work`, `dns`
 // and `busy` read as before, as a new object at each read, kept by nothing here (what a finding's

@@ -7,7 +7,7 @@
 const { findPoint } = require('../snapshot/snapshot');
 const { summarizePool, POOL_CELLS } = require('./pool');
 const { CPU_FIGURES } = require('./cpu');
-const { Columns, defineColumns } = require('./columns');
+const { Columns, defineColumns } = require('../core/columns');
 const { compactHosts, tailHosts, NO_HOSTS } = require('./hosts');
 
 /**
@@ -98,7 +98,7 @@ function gate(s, bit, lim, test) {
   return (s.gates & mask) !== 0;
 }
 
-// The numbers of an interval, kept in the window's columns (lib/findings/columns.js: a
+// The numbers of an interval, kept in the window's columns (lib/core/columns.js: a
 // Float64Array allocated once for the window, not a heap number per figure per summary), read and
 // written as properties.
 const SUMMARY_FIGURES = ['time', 'seconds', 'size', 'slots', 'pendingDns', 'queuedDns', 'probeStuck', 'dnsWaitMean',
