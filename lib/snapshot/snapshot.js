@@ -64,6 +64,23 @@
  * @property {readonly Point[]} points
  * @property {SnapshotDetails} details
  * @property {readonly Finding[]} findings
+ * @property {Signals|null} [signals] the latest interval's signals (null before the findings
+ *   engine's first sample; absent in snapshots of agents before them)
+ */
+
+/**
+ * snapshot.signals: each judgement about the latest interval, made once by the findings engine
+ * (lib/findings/signals.js) with its limits, for the text report, the page and other readers.
+ * @typedef {object} Signals
+ * @property {boolean} poolHeld no pool thread was free: the work probe waited poolWaitS beyond the loop's delay
+ * @property {number|null} poolWaitSeconds that wait (seconds, beyond the loop's delay), null without a reading
+ * @property {boolean} poolThreadsStarved pool threads waited for a CPU (Node 22+: runnable threads at milliseconds per wait)
+ * @property {number|null} poolCpuWaitShare the share of their runnable time pool threads waited for a CPU, where known
+ * @property {boolean} cpuStarvedPool pool threads starved while the app's threads wanted more CPUs than its budget
+ * @property {boolean} cpuStarvedLoop the main thread waited for a CPU most of the interval, the process using its budget
+ * @property {number} loopBlockedSeconds the loop's longest block beyond its wait for a CPU, 0 below the limits
+ * @property {boolean} loopRanLate the delay max or p99 crossed the limits (before the CPU wait is taken out)
+ * @property {number} callbackWaitSeconds the longest a callback waited for the busy loop (delay max x busy share)
  */
 
 /**

@@ -35,7 +35,7 @@ function found(window, hot, poolHot) {
 }
 
 function figuresOf(window, hot, poolHot) {
-  const own = (s) => s.own['cpu-starved'];
+  const own = (s) => s.cpu;
   const last = own(window[window.length - 1]);
   const seconds = hot.reduce((a, s) => a + s.seconds, 0);
   const sum = (list, pick) => list.reduce((a, s) => a + (pick(s) || 0), 0);

@@ -1,7 +1,6 @@
 'use strict';
 
 const { defineRule } = require('../rule');
-const { poolHeld } = require('../pool');
 const { gate, GATES } = require('../window');
 const { ms } = require('../../core/format');
 
@@ -46,5 +45,5 @@ function dnsQueued(s, lim) {
   const waited = s.dnsWaitMean !== null && s.dnsWaitMean >= lim.dnsWaitS + loop;
   // Lookups wait for a DNS slot only while the rest of the pool is free; when no thread is,
   // they wait behind other work (threadpool-saturated).
-  return s.queuedDns > 0 && (stuck || waited) && !poolHeld(s, lim);
+  return s.queuedDns > 0 && (stuck || waited) && !s.poolHeld;
 }

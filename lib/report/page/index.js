@@ -7,7 +7,7 @@
 const fs = require('fs');
 const path = require('path');
 const { summarize } = require('./summary');
-const { pageSource } = require('../other-pool-work');
+const { pageSource } = require('../pool-words');
 const { Columns } = require('../../core/columns');
 
 const HISTORY_ENTRIES = 300; // 5 minutes at the default 1 s interval
@@ -19,7 +19,7 @@ function pageHtml() {
   if (template === null) {
     const raw = fs.readFileSync(path.join(__dirname, 'page.html'), 'utf8');
     template = raw.replace('/*UVSCOPE_SUMMARIZE*/null', summarize.toString())
-      .replace('/*UVSCOPE_OTHER_POOL_WORK*/null', pageSource());
+      .replace('/*UVSCOPE_POOL_WORDS*/null', pageSource());
   }
   return template;
 }
