@@ -15,7 +15,10 @@
  * @property {import('../sources/dns/sampler').DnsDetails} [dns]
  * @property {import('../sources/connections').ConnectionsDetails} [connections]
  * @property {{ mainThreadCpuSeconds: number|null, mainThreadWaitSeconds: number|null, blockedOnCpuMaxSeconds?: number|null, processCpuSeconds?: number|null }} [eventloop]
- *   seconds the main thread ran on a CPU and waited for one (Linux)
+ *   seconds in the interval: the main thread ran on a CPU and waited for one (Linux), the whole
+ *   process's CPU time (processCpuSeconds: per interval here, cumulative in details.cpu)
+ * @property {{ cpus: number, quotaCpus: number|null, affinityCpus: number, source: string, processCpuSeconds: number, throttling: object|null }} [cpu]
+ *   the CPU budget (lib/sources/cpu.js) and cumulative figures: processCpuSeconds since the process started
  * @property {ResolverDetails} [resolver]
  */
 
