@@ -51,7 +51,7 @@
  *   window holds it as summary.own[id]. kept is what it returned for an interval that has left
  *   the window (or undefined): an object of its own it may overwrite and return, so that a full
  *   window makes no new objects (never one a sample handed it: those are frozen). summary is the
- *   interval's summary, always given (its row of the window's columns: pool.js cpuFigures keeps its numbers there)
+ *   interval's summary, always given, its signals worked out (lib/findings/signals.js)
  * @property {boolean} [latestOnly] evaluate() reads only the latest summary's own[id]: kept is then
  *   what interval() returned for the interval before, so that the window holds one object for the
  *   rule rather than one per interval (600 at a 100 ms interval)

@@ -1,7 +1,7 @@
 'use strict';
 
 const { findPoint } = require('../snapshot/snapshot');
-const { typeName } = require('../findings/found/pool');
+const { typeName } = require('../findings/job-types');
 const { otherPoolWork, poolThreadWords, TYPE_NAMES } = require('./pool-words');
 const { ms, round } = require('../core/format');
 
