@@ -13,6 +13,7 @@
 //   loopWasBlocked     loopBlocked > 0 (a bit: reading the seconds from the window's columns
 //                      makes a heap number each time, and the gates run every sample)
 //   loopRanLate        the delay max or p99 crossed those limits, before the CPU wait is taken out
+//   dnsQueued          lookups queued for a DNS slot while a thread outside the slots was free
 //   poolThreadsStarved pool threads waited for a CPU (lib/core/cpu-wait.js: the sampler's test too)
 //   cpuStarvedPool     ...and the app's threads wanted more CPUs than its budget
 //   cpuStarvedLoop     the main thread waited for a CPU a large share of the interval, the process
@@ -29,6 +30,7 @@ const { poolWait, busyNow } = require('./pool');
  */
 const SIGNAL_LIMITS = Object.freeze({
   poolWaitS: 0.05, // the work probe waited this long for any thread: the pool is held
+  dnsWaitS: 0.02, // the dns probe waited this long for a DNS slot: lookups are queueing
   eventLoopBlockedS: 0.1, // one delay this long
   eventLoopP99S: 0.05, // or an interval p99 this long (both beyond the time the main thread waited for a CPU)
   ...POOL_THREADS_STARVED,
@@ -58,6 +60,7 @@ const CPU_STARVED_POOL = 4;
 const CPU_STARVED_LOOP = 8;
 const LOOP_BLOCKED = 16;
 const LOOP_LATE = 32;
+const DNS_QUEUED = 64;
 
 /**
  * Work out an interval's signals and keep them in its summary (its `signals` bits and its
@@ -75,6 +78,7 @@ function deriveSignals(s, lim) {
   const starved = cpuStarved(s, lim, (bits & POOL_THREADS_STARVED_BIT) !== 0);
   if (starved === 1 || starved === 3) bits |= CPU_STARVED_POOL;
   if (starved >= 2) bits |= CPU_STARVED_LOOP;
+  if (dnsQueued(s, lim, (bits & POOL_HELD) !== 0)) bits |= DNS_QUEUED;
   const blocked = blockedInInterval(s, lim);
   if (blocked > 0) bits |= LOOP_BLOCKED;
   if ((s.delayMax || 0) >= lim.eventLoopBlockedS || (s.delayP99 || 0) >= lim.eventLoopP99S) bits |= LOOP_LATE;
@@ -99,12 +103,31 @@ function defineSignals(proto) {
   bit('cpuStarvedLoop', CPU_STARVED_LOOP);
   bit('loopWasBlocked', LOOP_BLOCKED);
   bit('loopRanLate', LOOP_LATE);
+  bit('dnsQueued', DNS_QUEUED);
   Object.defineProperty(proto, 'cpuStarved', {
     get() {
       return (this.signals & (CPU_STARVED_POOL | CPU_STARVED_LOOP)) !== 0;
     },
     enumerable: true,
   });
+}
+
+/**
+ * Lookups queued for a DNS slot in an interval: lookups queued at the sample, and the dns probe
+ * still in flight (unless the loop was blocked for half the interval) or waited dnsWaitS beyond the
+ * loop's own delay (a blocked loop delays the probe's callback and keeps finished lookups counted
+ * as pending until their callbacks run: only a wait beyond it is queueing). Only while the rest of
+ * the pool is free: when no thread is (poolHeld), lookups wait behind other work.
+ * @param {any} s an interval summary
+ * @param {any} lim the limits (dnsWaitS)
+ * @param {boolean} held the interval's poolHeld
+ */
+function dnsQueued(s, lim, held) {
+  if (held || !(s.queuedDns > 0)) return false;
+  const loop = s.delayMax || 0;
+  const stuck = s.probeStuck && loop < s.seconds / 2;
+  const waited = s.dnsWaitMean !== null && s.dnsWaitMean >= lim.dnsWaitS + loop;
+  return Boolean(stuck || waited);
 }
 
 /**

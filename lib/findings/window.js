@@ -61,43 +61,10 @@ function summarizeInterval(sample, previous, previousTime, into = null, spare = 
   s.pool = summarizePool(sample, previous, seconds, into && into.pool, s.cells, s.at + SUMMARY_FIGURES.length);
   cpuFigures(sample, s);
   s.hostsSince = undefined;
-  s.gateLim = null;
   // worked out by the engine (signals.js deriveSignals()) once the summary is made
   s.signals = 0;
   s.loopBlocked = 0;
   return s;
-}
-
-// The gates' per-interval tests, one bit each in a summary's gates (gate()): a rule's own test of
-// an interval (what every rule reads is a signal, worked out once: lib/findings/signals.js).
-const GATES = Object.freeze({ dnsQueued: 0 });
-
-/**
- * A rule gate's test of one interval, worked out once per summary and limits: the gates run every
- * sample over the whole window (600 summaries at a 100 ms interval), and each read of a figure
- * kept in the window's columns returns a new heap number where the caller is not optimized code
- * (a double read from a Float64Array is boxed): ~2.9 MB a second of garbage at 100 ms on Node 24,
- * a third of the steady app's own allocation. A summary's figures do not change once it is in the
- * window (summarizeInterval() and the rules' interval() write them as it enters; a summary reused
- * for a new interval forgets its gates).
- * @param {any} s an interval summary (a Summary)
- * @param {number} bit the test's (GATES)
- * @param {Readonly<Record<string, number>>} lim the limits the test reads
- * @param {(s: any, lim: Readonly<Record<string, number>>) => boolean} test
- * @returns {boolean}
- */
-function gate(s, bit, lim, test) {
-  if (s.gateLim !== lim) {
-    s.gateLim = lim;
-    s.gatesKnown = 0;
-    s.gates = 0;
-  }
-  const mask = 1 << bit;
-  if ((s.gatesKnown & mask) === 0) {
-    s.gatesKnown |= mask;
-    if (test(s, lim)) s.gates |= mask;
-  }
-  return (s.gates & mask) !== 0;
 }
 
 // The numbers of an interval, kept in the window's columns (lib/core/columns.js: a
@@ -136,11 +103,6 @@ class Summary {
     this.own = null;
     // The interval's boolean signals, a bit each (lib/findings/signals.js).
     this.signals = 0;
-    // The rules' per-interval gate tests worked out so far (gate()), for the limits in gateLim.
-    /** @type {object|null} */
-    this.gateLim = null;
-    this.gatesKnown = 0;
-    this.gates = 0;
   }
 }
 defineColumns(Summary.prototype, SUMMARY_FIGURES);
@@ -192,4 +154,4 @@ function topHosts(window, pick) {
   return aggregate(window, pick).map((h) => ({ name: h.name, lookups: h.value }));
 }
 
-module.exports = { summarizeInterval, windowColumns, windowSeconds, aggregate, topHosts, gate, GATES };
+module.exports = { summarizeInterval, windowColumns, windowSeconds, aggregate, topHosts };
