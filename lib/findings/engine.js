@@ -5,7 +5,8 @@ const { summarizeInterval, windowColumns } = require('./window');
 const { mergeHosts, isActive, HostPool, HOST_BUCKETS } = require('./hosts');
 const { deriveSignals, snapshotSignals } = require('./signals');
 
-// The engine's own limits; each rule declares its own (lib/findings/rules/*.js).
+// The engine's own limits; each rule declares its own (lib/findings/rules/*.js), the signals'
+// (lib/findings/signals.js) with the rule about them: test/findings/signals.test.js checks each is there.
 const ENGINE_LIMITS = Object.freeze({
   windowMs: 60000,
   // Severity from impact.score (seconds lost per second of the window): at least this much is
