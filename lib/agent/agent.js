@@ -152,8 +152,9 @@ class Agent {
     const resolver = this.#resolver.details();
     if (resolver) details.resolver = resolver;
     const findings = this.#evaluateFindings(time, points, details);
+    const signals = this.#signals();
     points.push(...errorPoints());
-    const snapshot = deepFreeze({ time, intervalMs: this.#options.intervalMs, points, details, findings });
+    const snapshot = deepFreeze({ time, intervalMs: this.#options.intervalMs, points, details, findings, signals });
     this.#latest = snapshot;
     if (this.#history) this.#safely('page', () => this.#history.add(snapshot));
     this.#exportAll(snapshot);
@@ -252,6 +253,16 @@ class Agent {
     } catch (err) {
       reportError('findings', err);
       return [];
+    }
+  }
+
+  // The latest interval's signals (lib/findings/signals.js), which the findings were made from.
+  #signals() {
+    try {
+      return this.#findings ? this.#findings.signals() : null;
+    } catch (err) {
+      reportError('findings', err);
+      return null;
     }
   }
 

@@ -5,6 +5,7 @@ const { readSetting } = require('../../core/setting');
 const { Histogram } = require('../../core/histogram');
 const { QUEUE_WAIT_BUCKETS } = require('./metrics');
 const { reportError } = require('../../core/errors');
+const { poolThreadsStarved } = require('../../core/cpu-wait');
 const { NO_ATTRIBUTES, attributesOf } = require('../metric-def');
 const { createTracer } = require('./tracer');
 const { createPoolThreads } = require('./pool-threads');
@@ -91,10 +92,10 @@ function createThreadpoolSampler(options = {}) {
         tracer: { ...seen.state, thresholdSeconds: tracer.thresholdSeconds, jobs: seen.jobs },
       };
       // Arming takes effect from the next interval: this one's figures stay what was seen.
-      // Full: every thread busy, on a CPU or waiting for one; or a thread or more waiting for a
-      // CPU at milliseconds per wait (CPU-starved: cpu-starved names the jobs the tracer sees).
-      const poolFull = busy.available && (busy.computing + (busy.runnable || 0) >= size - 0.25
-        || ((busy.runnable || 0) >= 1 && (busy.meanWaitSeconds || 0) >= 0.001));
+      // Full: every thread busy, on a CPU or waiting for one; or pool threads starved of a CPU
+      // (the test the findings' signal and cpu-starved use, lib/core/cpu-wait.js: cpu-starved
+      // names the jobs the tracer sees).
+      const poolFull = busy.available && (busy.computing + (busy.runnable || 0) >= size - 0.25 || poolThreadsStarved(busy));
       tracer.consider({ waitSeconds, poolFull });
       // Launched once the whole sample is done: an exporter that loads its library at the first
       // sample (the standalone OTLP SDK: 100s of ms on a busy machine) must not be taken for a
