@@ -2,7 +2,7 @@
 
 // The endpoint's settings rows (lib/agent/options.js takes them): the snapshot's own server, when
 // Prometheus (which serves it otherwise) is off (server.js), and several processes of one app on
-// one endpoint (multiprocess.js). Light: it imports only lib/core and lib/settings.
+// one endpoint (multiprocess/). Light: it imports only lib/core and lib/settings.
 
 const { setting } = require('../core/setting');
 const { BOOLEAN, parseBoolean, parseHost, parseInteger } = require('../settings/parsers');

@@ -2,7 +2,7 @@
 
 // Job types as the tracer reports them, named as the API a developer calls: for the findings'
 // text (lib/findings/found/pool.js) and the report's and page's words for other work that held
-// the pool (lib/report/other-pool-work.js, which the page gets as source with these names, so
+// the pool (lib/report/pool-words.js, which the page gets as source with these names, so
 // they are not in found/, which a served page must not load).
 
 const { POOL_PROVIDERS } = require('../sources/threadpool/providers');

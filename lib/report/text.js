@@ -42,7 +42,7 @@ function formatReport(snapshot) {
   }
   if (hosts.length > MAX_HOSTS) lines.push(`  ... and ${hosts.length - MAX_HOSTS} more hostnames`);
   pushFindings(lines, snapshot.findings);
-  // The other processes served at the same endpoint (lib/endpoint/multiprocess.js).
+  // The other processes served at the same endpoint (lib/endpoint/multiprocess/).
   for (const p of Array.isArray(snapshot.processes) ? snapshot.processes : []) {
     lines.push(`pid ${p.pid}${p.workerId !== undefined ? ` (worker ${p.workerId})` : ''}, ${new Date(p.time).toISOString()}`);
     pushFindings(lines, p.findings);
