@@ -4,6 +4,7 @@ const http = require('http');
 const { warnOnce, countError, reportError } = require('../core/errors');
 const { WARNINGS } = require('../core/warnings');
 const { createMultiprocess } = require('./multiprocess');
+const { markOwnServer } = require('../core/own-io');
 
 /**
  * A route's handler: answers one GET or HEAD request (sendBody() leaves the body out for HEAD); it
@@ -160,6 +161,7 @@ class AgentServer {
    */
   #listen() {
     const candidate = http.createServer((req, res) => this.#onRequest(req, res));
+    markOwnServer(candidate); // not one of the app's listening sockets (lib/sources/listen)
     // A scraper's keep-alive connection must not keep the app alive.
     candidate.on('connection', (socket) => socket.unref());
     return new Promise((resolve) => {
