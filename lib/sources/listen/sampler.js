@@ -58,7 +58,8 @@ class ListenSampler {
   #proc = null; // { tcp, tcp6, netstat, somaxconn, netns, counters } once a TCP listener is seen
   #want4 = new Map();
   #want6 = new Map();
-  #members = -1; // #listeners.size when #want4/#want6 were made
+  #changes = 0; // listeners added or dropped so far
+  #members = -1; // #changes when #want4/#want6 were made
   #counters = null;
   #counterAttributes = null;
   #unavailable = null;
@@ -95,7 +96,7 @@ class ListenSampler {
     for (const server of this.#servers) {
       if (!server.listening || !server._handle) {
         this.#servers.delete(server);
-        this.#listeners.delete(server);
+        if (this.#listeners.delete(server)) this.#changes++;
       } else if (!this.#listeners.has(server)) this.#add(server);
     }
     const out = [];
@@ -154,6 +155,7 @@ class ListenSampler {
       attributes: Object.freeze({ 'server.address': pipe ? String(a || '') : a.address, 'server.port': pipe ? '' : String(a.port) }),
     };
     this.#listeners.set(server, l);
+    this.#changes++;
   }
 
   /** The procfs readers, opened at the first listener (null off Linux or without /proc). */
@@ -179,8 +181,8 @@ class ListenSampler {
 
   /** Each TCP listener's accept queue from the LISTEN rows. */
   #readQueues(proc) {
-    if (this.#members !== this.#listeners.size) {
-      this.#members = this.#listeners.size;
+    if (this.#members !== this.#changes) {
+      this.#members = this.#changes;
       this.#want4.clear();
       this.#want6.clear();
       for (const l of this.#listeners.values()) if (l.inode !== null) (l.family === 6 ? this.#want6 : this.#want4).set(l.inode, -1);
@@ -213,6 +215,8 @@ class ListenSampler {
     return {
       listeners: [...this.#listeners.values()].map((l) => ({
         address: l.address, port: l.port, family: l.family, backlog: l.backlog, limit: l.limit, queue: l.queue, maxSeen: l.maxSeen,
+        // the backlog is seen when the server listens with uvscope subscribed, as an option
+        limitFrom: l.backlog !== null ? 'listen() options' : 'Node\'s default backlog, assumed (the server\'s listen() was not seen, or its backlog was a positional argument)',
         // why a queue is absent
         ...(l.queue === null ? { why: l.family === 0 ? 'a Unix socket: the kernel gives its queue through sock_diag only' : l.inode === null ? 'no file descriptor of its own (a cluster worker\'s shared handle?)' : 'not in /proc/net/tcp' } : {}),
       })),
