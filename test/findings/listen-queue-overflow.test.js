@@ -52,7 +52,7 @@ describe('findings: listen-queue-overflow', () => {
     assert.deepEqual(f.evidence.port, { address: '127.0.0.1', port: '8080', peakQueue: 512, limit: 511, seenFull: true });
     assert.ok(f.evidence.maxBlockedSeconds >= 1.9, `${f.evidence.maxBlockedSeconds}`);
     assert.match(f.summary, /^The kernel dropped 4,920 connection attempts to 127\.0\.0\.1:8080 in the last 6 s because its accept queue was full \(512 waiting against its limit of 511\)/);
-    assert.match(f.summary, /All came while the event loop was blocked \(up to 2\.00 s\)/);
+    assert.match(f.summary, /All came while the event loop was blocked or right after \(blocked up to 2\.00 s\)/);
     assert.match(f.advice[0], /^Unblock the event loop/);
     assert.ok(f.advice.some((a) => /backlog: 8192 \}\) with net\.core\.somaxconn at least 8192/.test(a)), f.advice.join('\n'));
     assert.ok(f.advice.some((a) => /keep-alive/.test(a)));
@@ -60,6 +60,11 @@ describe('findings: listen-queue-overflow', () => {
     assert.equal(f.impact.requests, 4920);
     assert.ok(Math.abs(f.impact.score - 4920 / 6) < 0.01, JSON.stringify(f.impact));
     assert.equal(f.severity, 'critical');
+  });
+
+  it('drops in the interval right after a block (retransmits meeting the queue it filled) count with the block, not as a burst', () => {
+    const f = run([...calm(2), sample({ overflows: 235, queue: 65, limit: 64, delayMax: 1.0, cpu: 1.0 }), sample({ overflows: 401, cpu: 0.9 }), ...calm(1, 401)]);
+    assert.deepEqual(f.evidence.byCause, { blocked: 401, cpu: 0, burst: 0 });
   });
 
   it('names what blocked the loop where the capture of blocks put it on the interval (the hook)', () => {

@@ -53,9 +53,11 @@ function found(window, lim) {
         worst = Math.max(worst, drops);
         // The cause this interval supports: a blocked loop first (nothing called accept()), then a
         // main thread waiting for a CPU, else connections arriving faster than a free loop accepts.
-        if (o.blockedSeconds > 0) {
+        // The interval right after a block counts with it: the retransmits of what the block
+        // dropped meet the queue it filled while the loop drains it.
+        if (o.blockedSeconds > 0 || prev.blockedSeconds > 0) {
           causes.blocked += drops;
-          maxBlocked = Math.max(maxBlocked, o.blockedSeconds);
+          maxBlocked = Math.max(maxBlocked, o.blockedSeconds, prev.blockedSeconds);
           blockedBy = blockedBy || whatBlocked(s);
         } else if (o.cpuShare !== null && o.cpuShare < lim.listenCpuShare) {
           causes.cpu += drops;
@@ -72,7 +74,7 @@ function found(window, lim) {
   const seenFull = peak !== null && peak.queue >= peak.limit;
   const queueText = peak ? `${peak.queue} waiting against its limit of ${peak.limit}` : 'its queue not read';
   let why;
-  if (cause === 'blocked') why = `${share(causes.blocked, total)} came while the event loop was blocked (up to ${ms(maxBlocked)}${blockedBy ? `, by ${blockedBy.name}` : ''}): nothing called accept().`;
+  if (cause === 'blocked') why = `${share(causes.blocked, total)} came while the event loop was blocked or right after (blocked up to ${ms(maxBlocked)}${blockedBy ? `, by ${blockedBy.name}` : ''}): nothing called accept().`;
   else if (cause === 'cpu') why = `${share(causes.cpu, total)} came while the main thread waited for a CPU (it ran ${Math.round((minCpuShare || 0) * 100)} % of its runnable time at worst): a CPU quota or an overloaded host, not the app, kept it from accepting.`;
   else why = `${share(causes.burst, total)} came with the loop free: bursts of connections larger than the backlog (up to ${worst} dropped in one interval).`;
   const caveat = seenFull ? '' : ` The queue of this process's port${peak ? ` was not seen full at a sample (${peak.queue} at most of ${peak.limit})` : 's was not read'}: the counter is the network namespace's (${netns || 'unknown'}), so other processes in it may own some of the drops, or the bursts fall between samples.`;

@@ -27,7 +27,7 @@ module.exports = defineRule({
     fires: (l) => `the network namespace's \`ListenOverflows\` (\`/proc/net/netstat\`, read at each sample while the app listens on TCP) rose by ${l.listenOverflows}+ over the window; the cause each interval with drops supports: the loop blocked in it (as \`eventloop-blocked\` judges an interval), else the main thread waiting for a CPU (it ran less than ${Math.round(l.listenCpuShare * 100)} % of its runnable time), else bursts larger than the backlog`,
     impact: '`requests`: the connection attempts dropped (a client retried more than once counts each time); `score`: 1 s for each (the first retransmit comes after 1 s) per second of the window, a lower bound',
     advice: 'by cause: unblock the loop (and what blocked it, where known), or the CPU it waits for; a backlog that holds the bursts (`server.listen({ backlog })` with `net.core.somaxconn` at least as large), more processes or instances, connection reuse on the clients\' side',
-    example: 'the lab\'s `acceptq` incident (an HTTP service on the default backlog whose loop is blocked for 1.5 s while 1,500 clients connect): "The kernel dropped 2,958 connection attempts to 127.0.0.1:PORT in the last 60 s because its accept queue was full (512 waiting against its limit of 511): each client waited 1 s or more for a retransmit. All came while the event loop was blocked (up to 1.5 s): nothing called accept()."',
+    example: 'the lab\'s `acceptq` incident (an HTTP service on the default backlog whose loop is blocked for 1.5 s while 1,500 clients connect): "The kernel dropped 2,958 connection attempts to 127.0.0.1:PORT in the last 60 s because its accept queue was full (512 waiting against its limit of 511): each client waited 1 s or more for a retransmit. All came while the event loop was blocked or right after (blocked up to 1.5 s): nothing called accept()."',
   },
   interval(sample, kept, summary) {
     const d = sample.details && sample.details.listen;
@@ -53,7 +53,8 @@ module.exports = defineRule({
       }
     }
     // What the loop did in the interval, judged as eventloop-blocked judges it (one judgement).
-    o.blockedSeconds = blockedInInterval(summary, eventloopBlocked.limits);
+    // Its length as that rule states it: the longest delay, or the block on a CPU where longer.
+    o.blockedSeconds = blockedInInterval(summary, eventloopBlocked.limits) > 0 ? Math.max(summary.delayMax || 0, summary.loopBlockedOnCpu || 0) : 0;
     o.delayMax = typeof summary.delayMax === 'number' ? summary.delayMax : null;
     o.cpuShare = typeof summary.loopCpuShare === 'number' ? summary.loopCpuShare : null;
     o.seconds = summary.seconds;
