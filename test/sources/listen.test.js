@@ -132,6 +132,12 @@ describe('sources/listen: against the kernel, in a network namespace of its own'
     assert.deepEqual(r.early, { queue: 0, limit: 511 });
   });
 
+  it('where a read of the queues is dear: read at the first sample and at one that comes late (the queue the block left), not at those on time', () => {
+    assert.deepEqual(r.dear.trail, [1, 1, 1, 1, 2, 2]);
+    assert.equal(r.dear.late, 5);
+    assert.equal(r.dear.everySample, false);
+  });
+
   it('IPv6 from tcp6; a Unix socket listed without a queue, and why', () => {
     assert.deepEqual({ queue: r.ipv6.queue, limit: r.ipv6.limit }, { queue: 5, limit: 10 });
     const unix = r.details.listeners.find((l) => l.family === 0);

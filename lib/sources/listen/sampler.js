@@ -9,6 +9,11 @@ const { subscribed: CHANNELS, safeSubscriber } = require('../../core/channels');
 const COMPONENT = 'sampler:listen';
 // Listening sockets kept as series (each one two gauges); later ones are counted in details only.
 const MAX_LISTENERS = 16;
+// A read of the queues cheaper than this (ms) is done at every sample; a dearer one only where
+// it matters (#read), and at least every RECHECK_MS.
+const CHEAP_MS = 0.25;
+const RECHECK_MS = 10000;
+const LATE_MS = 50;
 // net.Server's backlog when listen() is given none (lib/net.js: this._handle.listen(backlog || 511)).
 const DEFAULT_BACKLOG = 511;
 
@@ -33,8 +38,9 @@ const DEFAULT_BACKLOG = 511;
  * before uvscope subscribed, a Node without the channel), from process._getActiveHandles(). At each
  * sample, only while the app listens on TCP: the LISTEN rows of /proc/net/tcp and tcp6 up to the
  * app's own (proc.js) and the namespace's TcpExt counters.
- * @param {{ handles?: () => object[], proc?: typeof import('./proc') }} [options] handles:
- *   process._getActiveHandles by default; proc: the procfs readers (tests)
+ * @param {{ handles?: () => object[], proc?: typeof import('./proc'), cheapMs?: number }} [options] handles:
+ *   process._getActiveHandles by default; proc: the procfs readers (tests); cheapMs: CHEAP_MS by
+ *   default (tests: Infinity reads at every sample, 0 only where it matters)
  */
 function createListenSampler(options = {}) {
   return new ListenSampler(options);
@@ -61,11 +67,20 @@ class ListenSampler {
   #changes = 0; // listeners added or dropped so far
   #members = -1; // #changes when #want4/#want6 were made
   #counters = null;
+  #countersRead = false;
+  #lastAt = 0; // when the last sample was taken (performance.now())
+  #gap = 0; // the usual time between samples (a moving average of those that were not late)
+  #readAt = -Infinity; // when the queues were last read
+  #cheap = true; // whether the last read of the queues took less than CHEAP_MS
+  #reads = 0;
   #counterAttributes = null;
   #unavailable = null;
 
-  /** @param {{ handles?: () => object[], proc?: typeof import('./proc') }} [options] */
-  constructor({ handles, proc } = {}) {
+  #cheapMs;
+
+  /** @param {{ handles?: () => object[], proc?: typeof import('./proc'), cheapMs?: number }} [options] */
+  constructor({ handles, proc, cheapMs = CHEAP_MS } = {}) {
+    this.#cheapMs = cheapMs;
     /** @type {any} */
     const p = process;
     this.#handles = handles || (typeof p._getActiveHandles === 'function' ? () => p._getActiveHandles() : null);
@@ -102,18 +117,52 @@ class ListenSampler {
     const out = [];
     if (this.#listeners.size === 0) return out;
     const proc = this.#openProc();
-    if (proc) this.#readQueues(proc);
+    if (proc) this.#read(proc);
     for (const l of this.#listeners.values()) {
       if (l.queue === null) continue;
       out.push({ name: 'nodejs.net.server.accept_queue', attributes: l.attributes, value: l.queue });
       if (l.limit !== null) out.push({ name: 'nodejs.net.server.accept_queue.limit', attributes: l.attributes, value: l.limit });
     }
-    if (proc && proc.netstat && this.#want4.size + this.#want6.size > 0 && proc.netstat.read(this.#counters)) {
+    if (this.#countersRead) {
       for (let k = 0; k < this.#counters.length; k++) {
         if (!Number.isNaN(this.#counters[k])) out.push({ name: 'system.network.tcp.listen.drops', attributes: this.#counterAttributes[k], value: this.#counters[k] });
       }
     }
     return out;
+  }
+
+  /**
+   * The namespace's counters at every sample; the queues at every sample where that read is
+   * cheap, else where it matters: when the drops rose, when this sample came late (the loop was
+   * held: the queue it left is still there, timers run before libuv polls), when a listener came,
+   * and every RECHECK_MS. The read is dear when the app's row is the last LISTEN row: the kernel
+   * then looks for the next row through its whole established hash (2.5 ms at 262,144 buckets),
+   * however few connections the namespace has.
+   */
+  #read(proc) {
+    if (this.#members !== this.#changes) {
+      this.#members = this.#changes;
+      this.#want4.clear();
+      this.#want6.clear();
+      for (const l of this.#listeners.values()) if (l.inode !== null) (l.family === 6 ? this.#want6 : this.#want4).set(l.inode, -1);
+      this.#readAt = -Infinity;
+    }
+    const tcp = this.#want4.size + this.#want6.size > 0;
+    const before = this.#counters[0];
+    this.#countersRead = tcp && proc.netstat !== null && proc.netstat.read(this.#counters);
+    const rose = this.#countersRead && this.#counters[0] > before;
+    const now = performance.now();
+    const gap = now - this.#lastAt;
+    // late: by half the usual gap and LATE_MS at least (a loop held that long leaves a queue)
+    const late = this.#gap > 0 && gap > 1.5 * this.#gap && gap - this.#gap >= LATE_MS;
+    if (this.#lastAt > 0 && !late) this.#gap = this.#gap > 0 ? 0.8 * this.#gap + 0.2 * gap : gap;
+    this.#lastAt = now;
+    if (!tcp || !(this.#cheap || rose || late || now - this.#readAt >= RECHECK_MS)) return;
+    this.#readQueues(proc);
+    const end = performance.now();
+    this.#cheap = end - now < this.#cheapMs;
+    this.#readAt = now;
+    this.#reads++;
   }
 
   /** Servers listening now that the channel did not show (process._getActiveHandles()). */
@@ -181,19 +230,8 @@ class ListenSampler {
 
   /** Each TCP listener's accept queue from the LISTEN rows. */
   #readQueues(proc) {
-    if (this.#members !== this.#changes) {
-      this.#members = this.#changes;
-      this.#want4.clear();
-      this.#want6.clear();
-      for (const l of this.#listeners.values()) if (l.inode !== null) (l.family === 6 ? this.#want6 : this.#want4).set(l.inode, -1);
-    }
-    const read = (table, want) => {
-      if (want.size === 0) return;
-      want.forEach(resetQueue);
-      if (table) table.read(want, want.size);
-    };
-    read(proc.tcp, this.#want4);
-    read(proc.tcp6, this.#want6);
+    readTable(proc.tcp, this.#want4);
+    readTable(proc.tcp6, this.#want6);
     for (const l of this.#listeners.values()) {
       if (l.inode === null) continue;
       const q = (l.family === 6 ? this.#want6 : this.#want4).get(l.inode);
@@ -208,7 +246,7 @@ class ListenSampler {
     const proc = this.#proc;
     /** @type {Record<string, number>|null} */
     let counters = null;
-    if (proc && this.#counters && this.#want4.size + this.#want6.size > 0) {
+    if (proc && this.#countersRead) {
       counters = {};
       for (let k = 0; k < proc.names.length; k++) if (!Number.isNaN(this.#counters[k])) counters[proc.names[k]] = this.#counters[k];
     }
@@ -221,6 +259,8 @@ class ListenSampler {
         ...(l.queue === null ? { why: l.family === 0 ? 'a Unix socket: the kernel gives its queue through sock_diag only' : l.inode === null ? 'no file descriptor of its own (a cluster worker\'s shared handle?)' : 'not in /proc/net/tcp' } : {}),
       })),
       omitted: this.#omitted,
+      // the queues are read at every sample where cheap, else when it matters (sampler.js #read)
+      queuesRead: { everySample: this.#cheap, reads: this.#reads, ageSeconds: this.#readAt === -Infinity ? null : (performance.now() - this.#readAt) / 1000 },
       somaxconn: proc ? proc.somaxconn : null,
       // the counters are the namespace's: every process in it (a container's pod) counts there
       netns: proc ? proc.netns : null,
@@ -242,6 +282,13 @@ class ListenSampler {
     this.#servers.clear();
     this.#listeners.clear();
   }
+}
+
+/** The queues of the inodes `want` holds (-1 for each not found). */
+function readTable(table, want) {
+  if (want.size === 0) return;
+  want.forEach(resetQueue);
+  if (table) table.read(want, want.size);
 }
 
 function resetQueue(_, inode, map) {
