@@ -169,4 +169,23 @@ function isOwnRequest(request) {
   return Boolean(request && request.agent && request.agent[OWN]);
 }
 
-module.exports = { createOwnIo, createOwnAgent, creatingOwnConnection, isOwnRequest, withoutTracing };
+// The servers uvscope listens with (its endpoint): not the app's listening sockets.
+const ownServers = new WeakSet();
+
+/**
+ * Mark a server as uvscope's own (the listen source leaves it out).
+ * @param {object} server a net.Server
+ */
+function markOwnServer(server) {
+  ownServers.add(server);
+}
+
+/**
+ * Whether a server is uvscope's own.
+ * @param {object} server a net.Server
+ */
+function isOwnServer(server) {
+  return ownServers.has(server);
+}
+
+module.exports = { createOwnIo, createOwnAgent, creatingOwnConnection, isOwnRequest, withoutTracing, markOwnServer, isOwnServer };

@@ -5,7 +5,7 @@ const EventEmitter = require('events');
 const { warnOnce, countError, reportError } = require('../core/errors');
 const { WARNINGS } = require('../core/warnings');
 const { createMultiprocess } = require('./multiprocess');
-const { withoutTracing } = require('../core/own-io');
+const { withoutTracing, markOwnServer } = require('../core/own-io');
 
 /**
  * A route's handler: answers one GET or HEAD request (sendBody() leaves the body out for HEAD); it
@@ -169,6 +169,7 @@ class AgentServer {
     // unchanged (Node 20 to 26), and the wrapper never sees its requests. dd-trace's server plugin
     // keeps the noop store the listen below ran in (lib/core/own-io.js withoutTracing).
     candidate.emit = EventEmitter.prototype.emit;
+    markOwnServer(candidate); // not one of the app's listening sockets (lib/sources/listen)
     // A scraper's keep-alive connection must not keep the app alive.
     candidate.on('connection', (socket) => socket.unref());
     return new Promise((resolve) => {

@@ -28,6 +28,7 @@ module.exports = Object.freeze([
   require('./rules/dns-no-cache'),
   require('./rules/dns-search-expansion'),
   require('./rules/eventloop-blocked'),
+  require('./rules/listen-queue-overflow'),
   require('./rules/http-no-keepalive'),
   require('./rules/heap-limit-above-container'),
   require('./rules/cpu-throttled'),

@@ -92,6 +92,7 @@ const SOURCES = Object.freeze([
   later('eventloop', () => require('./eventloop')),
   require('./dns').source,
   require('./connections').source,
+  require('./listen').source,
   later('memory', () => require('./memory')),
   later('cpu', () => require('./cpu')),
 ]);
