@@ -1,6 +1,7 @@
 'use strict';
 
 const { defineRule } = require('../rule');
+const { signalLimits } = require('../signals');
 const { poolHeldRun } = require('../pool');
 const { ms } = require('../../core/format');
 
@@ -13,7 +14,7 @@ const { ms } = require('../../core/format');
 module.exports = defineRule({
   id: 'threadpool-saturated',
   limits: {
-    poolWaitS: 0.05, // the work probe waited this long for any thread: the pool is held
+    ...signalLimits('poolWaitS'), // the signal poolHeld reads it (lib/findings/signals.js)
     poolSaturatedIntervals: 3, // ...in at least this many consecutive intervals
   },
   docs: {
@@ -29,6 +30,6 @@ module.exports = defineRule({
     // gate runs every sample, a loop that allocates nothing; the figures only once it passes.
     if (poolHeldRun(window) < lim.poolSaturatedIntervals) return null;
     // What it says (lib/findings/found/threadpool-saturated.js) loads the first time the gate passes.
-    return require('../found/threadpool-saturated').found(window, lim);
+    return require('../found/threadpool-saturated').found(window);
   },
 });
