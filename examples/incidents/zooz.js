@@ -5,12 +5,13 @@ const { startApp, load, startUpstream, value, printFindings } = require('./commo
 
 /**
  * Run the zooz incident: CPU-bound handlers (25 ms each) and a client without keep-alive.
- * @param {{ print?: (line: string) => void, seconds?: number }} [options]
+ * @param {{ print?: (line: string) => void, seconds?: number, spawnWith?: Function }} [options]
+ *   spawnWith: how the app is spawned (a cgroup's spawn; child_process.spawn by default)
  */
-async function run({ print = console.log, seconds = 2 } = {}) {
+async function run({ print = console.log, seconds = 2, spawnWith } = {}) {
   print('zooz: each request burns 25 ms of CPU on the event loop and calls localhost without keep-alive; 8 concurrent clients.');
   const upstream = await startUpstream();
-  const app = await startApp({ app: 'service.js', namespace: false, env: { BUSY_MS: '25', UPSTREAM_HOSTS: 'localhost', UPSTREAM_PORT: String(upstream.port) } });
+  const app = await startApp({ app: 'service.js', namespace: false, spawnWith, env: { BUSY_MS: '25', UPSTREAM_HOSTS: 'localhost', UPSTREAM_PORT: String(upstream.port) } });
   try {
     const requests = await load(app.ready.port, { seconds, concurrency: 8 });
     const snapshot = await app.snapshot();

@@ -110,16 +110,25 @@ class OtlpExporter {
   }
 
   // A onePerSample histogram (one probe per queue in flight at a time, a new one only after a
-  // sample) gains at most one observation between two snapshots: the difference of the sums is
-  // that observation, exactly.
+  // sample) gains one observation between two snapshots, whose value is the difference of the
+  // sums; or two, when the probe in flight at the last sample ended before the next was launched
+  // (a loaded machine): then the interval's longest wait (details.threadpool.probes) is one, the
+  // rest of the sum the other. More would be a guess: counted as an error.
   #recordProbes(snapshot) {
+    const probes = snapshot.details && snapshot.details.threadpool && snapshot.details.threadpool.probes;
     for (const p of snapshot.points) {
       if (!p.histogram || !ONE_PER_SAMPLE.has(p.name)) continue;
       const key = `${p.name}\u0000${JSON.stringify(p.attributes)}`;
       const before = this.#lastProbe.get(key) || { count: 0, sum: 0 };
       const added = p.histogram.count - before.count;
-      if (added === 1) this.#record(p.name, Math.max(0, p.histogram.sum - before.sum), p.attributes);
-      else if (added > 1) countError('exporter:otlp'); // cannot happen with one probe at a time; never guess values
+      const sum = Math.max(0, p.histogram.sum - before.sum);
+      const probe = probes && probes[p.attributes['nodejs.uv.threadpool.queue']];
+      const max = probe && typeof probe.maxWaitSeconds === 'number' ? probe.maxWaitSeconds : null;
+      if (added === 1) this.#record(p.name, sum, p.attributes);
+      else if (added === 2 && max !== null && max > 0 && max <= sum) {
+        this.#record(p.name, max, p.attributes);
+        this.#record(p.name, sum - max, p.attributes);
+      } else if (added > 1) countError('exporter:otlp');
       this.#lastProbe.set(key, { count: p.histogram.count, sum: p.histogram.sum });
     }
   }

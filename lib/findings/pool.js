@@ -317,4 +317,21 @@ function probeWait(pool, which) {
   return /** @type {number|null} */ (pool.cells.get(pool.at + (which === 'work' ? WORK : DNS)));
 }
 
-module.exports = { POOL_CELLS, summarizePool, poolWait, probeWait, busyNow };
+/**
+ * The longest run of consecutive intervals in which no pool thread was free (the signal
+ * poolHeld). A run of poolSaturatedIntervals is a pool held by work (threadpool-saturated); a
+ * shorter one is a host short of CPU for a moment, which delays the probe's thread now and then.
+ * @param {readonly { poolHeld: boolean }[]} window interval summaries, oldest first
+ * @returns {number}
+ */
+function poolHeldRun(window) {
+  let best = 0;
+  let run = 0;
+  for (let i = 0; i < window.length; i++) {
+    run = window[i].poolHeld ? run + 1 : 0;
+    if (run > best) best = run;
+  }
+  return best;
+}
+
+module.exports = { POOL_CELLS, summarizePool, poolWait, probeWait, busyNow, poolHeldRun };

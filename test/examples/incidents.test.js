@@ -2,7 +2,7 @@
 
 const assert = require('node:assert/strict');
 const { requireNamespace } = require('../helpers/namespace');
-const { requireCgroup } = require('../helpers/cgroup');
+const { requireCgroup, spawnWeighted } = require('../helpers/cgroup');
 
 const quiet = { print: () => {} };
 
@@ -18,8 +18,10 @@ describe('the incident lab (examples/incidents)', function () {
       assert.ok(!r[64].findings.includes('threadpool-dns-saturated'), r[64].findings.join());
       assert.ok(r[4].dnsQueueWaitMean > 0.1, `pool 4 waits ${r[4].dnsQueueWaitMean} s`);
       assert.ok(r[64].dnsQueueWaitMean < r[4].dnsQueueWaitMean / 10, `pool 64 waits ${r[64].dnsQueueWaitMean} s`);
-      // With no queue, a lookup takes what the DNS server takes (30 ms).
-      assert.ok(r[64].lookupMean > 0.029 && r[64].lookupMean < 0.06, `lookup mean ${r[64].lookupMean}`);
+      // With no queue, a lookup takes what the DNS server takes (30 ms) and its callback's wait
+      // for the app's loop, busy with 32 clients (62 ms in all at a load average of 10): under
+      // 100 ms, and half of what pool 4's queue makes it.
+      assert.ok(r[64].lookupMean > 0.029 && r[64].lookupMean < Math.min(0.1, r[4].lookupMean / 2), `lookup mean ${r[64].lookupMean} (pool 4: ${r[4].lookupMean})`);
     });
 
     it('klarna: hot-shots with a hostname piles up thousands of GetAddrInfoReqWrap; dns-no-cache names hot-shots', async () => {
@@ -59,7 +61,11 @@ describe('the incident lab (examples/incidents)', function () {
   });
 
   it('zooz: CPU-bound handlers and no keep-alive give eventloop-blocked and http-no-keepalive, and no threadpool finding', async () => {
-    const r = await require('../../examples/incidents/zooz').run({ ...quiet, seconds: 2 });
+    // The app in a cgroup of ten times the default CPU weight where one can be made (spawnWeighted). Beside other sessions' load (a load average of 10 on 2
+    // cores, where nice counts only within a session: autogroups) its loop waited for a CPU 0.17 s
+    // of 0.27 s, which eventloop-blocked rightly does not call the app's block, and it served 12-24
+    // requests a second; in the cgroup 32-33, both findings in 3 runs of 3.
+    const r = await require('../../examples/incidents/zooz').run({ ...quiet, seconds: 2, spawnWith: spawnWeighted });
     assert.ok(r.findings.includes('eventloop-blocked'), r.findings.join());
     assert.ok(r.findings.includes('http-no-keepalive'), r.findings.join());
     assert.ok(!r.findings.includes('threadpool-dns-saturated'), 'a blocked loop is not a DNS queue');

@@ -227,9 +227,10 @@ describe(`exporters/otlp: companion, inside the app's own NodeSDK (SDK ${otelSdk
     assert.ok(slow, 'the lookup histogram leaves through the app\'s exporter');
     assert.equal(slow.count, 1);
     // A lookup is timed to its callback, which waits for the app's loop (busy here starting the
-    // app's SDK): on Node 26 it came 52 ms late in one run of three, so the upper bound leaves
-    // 120 ms for the loop, still under twice the server's delay.
-    assert.ok(slow.min >= DELAY_MS / 1000 - 0.002 && slow.max < DELAY_MS / 1000 + 0.12, `${slow.min}..${slow.max}`);
+    // app's SDK): 52 ms late on Node 26, 150 ms on Node 24 with the machine loaded. The app's own
+    // timing of the lookup bounds it from above.
+    const appSeconds = ready.results.find((r) => r.name === 'slow.otlp.test').seconds;
+    assert.ok(slow.min >= DELAY_MS / 1000 - 0.002 && slow.max <= appSeconds + 0.001, `${slow.min}..${slow.max} s, the app timed ${appSeconds} s`);
     assert.equal(point(appRows, 'dns.lookup.duration', { 'dns.question.name': 'missing.otlp.test', 'error.type': 'ENOTFOUND' }).count, 1);
     assert.equal(point(appRows, 'nodejs.uv.threadpool.size').value, 4);
     assert.equal(point(appRows, 'nodejs.uv.threadpool.queued', { 'nodejs.uv.threadpool.kind': 'fs' }).value, 0);

@@ -21,7 +21,11 @@ describe('findings: cpu-throttled under a real CPU quota', function () {
     // The window's figures are differences of the counters, within what the cgroup counted.
     assert.ok(e.periods <= r.stat.periods && e.periods >= 20, `${e.periods} of ${r.stat.periods} periods`);
     assert.ok(e.throttledPeriods <= r.stat.throttledPeriods && e.throttledShare >= 0.5, `${e.throttledPeriods} throttled, share ${e.throttledShare}`);
-    assert.ok(e.throttledSeconds <= r.stat.throttledSeconds + 0.01 && e.throttledSeconds > 0.5, `throttled ${e.throttledSeconds} s of ${r.stat.throttledSeconds}`);
+    // Held to the cgroup's own figure, which covers the window and the interval before it:
+    // throttled time is the rest of each period once the quota is used, which depends on the CPU
+    // the machine leaves the cgroup (3.3-4.8 s in 4 s at a load average of 8; 0.25-0.44 s before
+    // support/cgroup.js gave the cgroup ten times the default weight).
+    assert.ok(e.throttledSeconds <= r.stat.throttledSeconds + 0.01 && e.throttledSeconds >= 0.5 * r.stat.throttledSeconds && e.throttledSeconds > 0.05, `throttled ${e.throttledSeconds} s of ${r.stat.throttledSeconds}`);
     // It can use no more than its quota (and wanted more: it was held back).
     assert.ok(e.processCpuPerSecond <= 0.5 * 1.15 && e.processCpuPerSecond >= 0.25, `process CPU ${e.processCpuPerSecond}/s`);
     assert.match(f.summary, new RegExp(`0\\.5 CPU of a ${e.affinityCpus}-CPU host`));

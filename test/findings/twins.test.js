@@ -59,7 +59,9 @@ describe('findings: healthy twins raise no finding', function () {
   it('a busy but healthy CPU-bound server: 1 ms handlers, high utilization, no long block', async () => {
     const { raised, facts } = await twin('cpuBusy');
     assert.deepEqual(raised, []);
-    assert.ok(facts.requests > 300, `${facts.requests} requests`);
+    // Busy is the loop's utilization; how many 1 ms handlers fit in 2.5 s depends on the CPU the
+    // machine leaves the client and the server (284 to 477 at a load average of 8).
+    assert.ok(facts.requests > 100, `${facts.requests} requests`);
     assert.ok(facts.utilization > 0.3, `utilization ${facts.utilization}`);
   });
 

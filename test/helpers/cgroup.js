@@ -3,6 +3,8 @@
 // The mocha side of support/cgroup.js: skip (or, in CI, fail) a suite that needs a cgroup with a
 // writable cpu controller where there is none, saying why.
 
+const os = require('os');
+const { spawn } = require('child_process');
 const cgroup = require('../../support/cgroup');
 const { ROOT, FIXTURES, cleanEnv, runNode, lastJson } = require('./child');
 
@@ -63,4 +65,29 @@ async function runWithoutQuota(env, pin) {
   return lastJson(r.stdout);
 }
 
-module.exports = { ...cgroup, requireCgroup, runUnderQuota, runWithoutQuota };
+/**
+ * Spawn a child in a cgroup of ten times the default CPU weight whose quota is the host's CPUs,
+ * where one can be made (else as child_process.spawn does): next to other sessions' load it gets
+ * the CPU it wants (nice counts only within a session). For apps whose findings need their own
+ * CPU work to show, not the machine's. The cgroup is removed once the child has exited.
+ * @param {string} command
+ * @param {string[]} args
+ * @param {import('node:child_process').SpawnOptions} options
+ */
+function spawnWeighted(command, args, options) {
+  if (!cgroup.cgroupSupport().ok) return spawn(command, args, options);
+  const cg = cgroup.createCpuCgroup({ cpus: os.availableParallelism(), name: 'uvscope-test-weighted' });
+  const child = cg.spawn(command, args, options);
+  // At once where the kernel has emptied it (mocha's exit: true may end this process before a
+  // retry's timer), else retried.
+  child.once('close', () => {
+    try {
+      require('fs').rmdirSync(cg.dir);
+    } catch {
+      cg.remove().catch(() => {});
+    }
+  });
+  return child;
+}
+
+module.exports = { ...cgroup, requireCgroup, runUnderQuota, runWithoutQuota, spawnWeighted };

@@ -24,8 +24,8 @@ function withDnsServer({ address, port = 53, names = {} }) {
     server = await createDnsServer({ address, port });
     for (const [name, answer] of Object.entries(names)) server.setName(name, answer);
   });
-  // Each test (and each retry of one) starts with an empty query log and fresh dropFirst counters:
-  // a retried test would otherwise read its failed attempt's queries as its own.
+  // Each test starts with an empty query log and fresh dropFirst counters: a test would otherwise
+  // read an earlier test's queries as its own.
   beforeEach(() => {
     if (server) server.reset();
   });

@@ -8,6 +8,10 @@ const { REGISTER, FIXTURES, freePort, lastJson, parsePrometheus, sampleValue } =
 
 const APP = path.join(FIXTURES, 'dns-app.js');
 const DELAY_MS = 200;
+// A lookup's time beyond the server's (its first query in, its last answer out) is the pool
+// thread's start and the callback's wait for the loop: 20-32 ms at a load average of 8 on 2
+// cores. The app's own timing bounds it from above; this only says it is not another lookup's.
+const OVER_SPAN_S = DELAY_MS / 2 / 1000;
 
 /** Run dns-app.js with the agent preloaded, in a namespace pointed at the test DNS server. */
 async function runApp(plan, { env = {}, conf = {} } = {}) {
@@ -60,10 +64,10 @@ describe('samplers/dns: every lookup, against a DNS server the test controls', f
       const span = (Math.max(...qs.map((q) => q.answeredAt)) - Math.min(...qs.map((q) => q.at))) / 1000;
       assert.ok(span >= DELAY_MS / 1000 - 0.001, `${r.via}: the server answered in ${span} s`);
       assert.ok(s.sum >= span - 0.002, `${r.via}: ${s.sum} s < the ${span} s the server took`);
-      assert.ok(s.sum <= span + 0.02, `${r.via}: ${s.sum} s much more than the ${span} s the server took`);
       assert.ok(s.sum <= r.seconds + 0.001, `${r.via}: agent ${s.sum} s > app-measured ${r.seconds} s`);
-      assert.equal(s.le(0.1), 0);
-      assert.equal(s.le(0.25), 1);
+      assert.ok(s.sum <= span + OVER_SPAN_S, `${r.via}: ${s.sum} s much more than the ${span} s the server took`);
+      // Its one lookup in the bucket of its time (over 0.25 s once on Node 26, loaded).
+      for (const bound of [0.1, 0.25, 0.5]) assert.equal(s.le(bound), s.sum <= bound ? 1 : 0, `${r.via}: ${s.sum} s, le ${bound}`);
     }
   });
 
@@ -84,7 +88,13 @@ describe('samplers/dns: every lookup, against a DNS server the test controls', f
     const s = lookupSeries(samples, 'dropped.test');
     assert.equal(s.le(4), 0);
     assert.equal(s.le(6), 1);
-    assert.ok(Math.abs(s.sum - results[0].seconds) < 0.01, `agent ${s.sum} s vs app ${results[0].seconds} s`);
+    // Between the server's span (the dropped query in, the retry's answer out) and the app's own
+    // timing, which also holds the DNS model's loading at the app's first lookup (the agent's
+    // clock starts after it): 3 to 11 ms apart at a load average of 8, 21 ms in a failed run.
+    const qs = server.queries.filter((q) => q.name === 'dropped.test');
+    const span = (Math.max(...qs.map((q) => q.answeredAt)) - Math.min(...qs.map((q) => q.at))) / 1000;
+    assert.ok(span >= 4.9, `the server answered ${span} s after the first query`);
+    assert.ok(s.sum >= span - 0.002 && s.sum <= results[0].seconds + 0.001, `agent ${s.sum} s, server ${span} s, app ${results[0].seconds} s`);
   });
 
   // The DNS sampler's model (names.js, slots.js) loads at the first lookup, inside the app's call:
@@ -108,8 +118,8 @@ describe('samplers/dns: every lookup, against a DNS server the test controls', f
       const span = (Math.max(...qs.map((q) => q.answeredAt)) - Math.min(...qs.map((q) => q.at))) / 1000;
       assert.ok(span >= DELAY_MS / 1000 - 0.001, `the server answered in ${span} s`);
       assert.ok(s.sum >= span - 0.002, `${s.sum} s < the ${span} s the server took`);
-      assert.ok(s.sum <= span + 0.02, `${s.sum} s much more than the ${span} s the server took`);
       assert.ok(s.sum <= out.seconds + 0.001, `agent ${s.sum} s > app-measured ${out.seconds} s`);
+      assert.ok(s.sum <= span + OVER_SPAN_S, `${s.sum} s much more than the ${span} s the server took`);
     });
   }
 

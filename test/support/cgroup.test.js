@@ -13,6 +13,8 @@ describe('support/cgroup: real cgroups with a CPU quota for the tests and the la
     const cg = createCpuCgroup({ cpus: 0.25 });
     const file = cg.version === 'cgroup-v2' ? 'cpu.max' : 'cpu.cfs_quota_us';
     assert.match(fs.readFileSync(`${cg.dir}/${file}`, 'utf8'), cg.version === 'cgroup-v2' ? /^25000 100000/ : /^25000/);
+    // Ten times the default weight: it reaches its quota next to others' load.
+    assert.equal(fs.readFileSync(`${cg.dir}/${cg.version === 'cgroup-v2' ? 'cpu.weight' : 'cpu.shares'}`, 'utf8').trim(), cg.version === 'cgroup-v2' ? '1000' : '10240');
     const child = cg.spawn(process.execPath, ['-e', 'console.log(require("fs").readFileSync("/proc/self/cgroup", "utf8"))'], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (d) => (out += d));

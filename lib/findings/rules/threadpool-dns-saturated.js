@@ -2,6 +2,7 @@
 
 const { defineRule } = require('../rule');
 const { signalLimits } = require('../signals');
+const { poolHeldRun } = require('../pool');
 const { ms } = require('../../core/format');
 
 /**
@@ -22,16 +23,21 @@ module.exports = defineRule({
     example: 'the lab\'s `wolt` incident (32 clients, 20 upstream names, pool 4): "DNS lookups queue for the threadpool: up to 32 lookups pending for 2 DNS slots (UV_THREADPOOL_SIZE=4), 30 waiting, probe waited up to 496 ms."',
   },
   evaluate(window, lim) {
-    // Other work held the pool in the window (threadpool-saturated names it): the probe sees a hold
-    // only when it completes, so neighbouring intervals can look like a DNS queue. No DNS claim then.
-    // The gate runs every sample: loops that allocate nothing; the figures only once it passes.
+    // Other work held the pool in the window (threadpool-saturated names it): no DNS claim then.
+    // One interval whose work probe waited is a host short of CPU for a moment, as that rule
+    // reads it: the probe sees a hold only when it completes, so the intervals next to it can look
+    // like a DNS queue, and they are left out, not the window. The gate runs every sample: loops
+    // that allocate nothing; the figures only once it passes.
+    if (poolHeldRun(window) >= lim.poolSaturatedIntervals) return null;
     let queued = 0;
-    for (let i = 0; i < window.length; i++) {
-      if (window[i].poolHeld) return null;
-      if (window[i].dnsQueued) queued++;
-    }
+    for (let i = 0; i < window.length; i++) if (window[i].dnsQueued && !nextToHeld(window, i)) queued++;
     if (queued < lim.dnsSaturatedIntervals) return null;
     // What it says (lib/findings/found/threadpool-dns-saturated.js) loads the first time the gate passes.
-    return require('../found/threadpool-dns-saturated').found(window, window.filter((s) => s.dnsQueued));
+    return require('../found/threadpool-dns-saturated').found(window, window.filter((s, i) => s.dnsQueued && !nextToHeld(window, i)));
   },
 });
+
+// Whether an interval next to interval i had no free pool thread (the signal poolHeld).
+function nextToHeld(window, i) {
+  return (i > 0 && window[i - 1].poolHeld) || (i + 1 < window.length && window[i + 1].poolHeld);
+}

@@ -2,6 +2,7 @@
 
 const { defineRule } = require('../rule');
 const { signalLimits } = require('../signals');
+const { poolHeldRun } = require('../pool');
 const { ms } = require('../../core/format');
 
 /**
@@ -27,19 +28,8 @@ module.exports = defineRule({
     // A held pool holds for a while: a run of consecutive intervals. A host short of CPU (other
     // processes, a CPU quota) delays the probe's thread now and then, in single intervals. This
     // gate runs every sample, a loop that allocates nothing; the figures only once it passes.
-    if (heldRun(window) < lim.poolSaturatedIntervals) return null;
+    if (poolHeldRun(window) < lim.poolSaturatedIntervals) return null;
     // What it says (lib/findings/found/threadpool-saturated.js) loads the first time the gate passes.
     return require('../found/threadpool-saturated').found(window);
   },
 });
-
-// The longest run of consecutive intervals in which no pool thread was free (the signal poolHeld).
-function heldRun(window) {
-  let best = 0;
-  let run = 0;
-  for (let i = 0; i < window.length; i++) {
-    run = window[i].poolHeld ? run + 1 : 0;
-    if (run > best) best = run;
-  }
-  return best;
-}
