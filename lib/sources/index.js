@@ -90,6 +90,7 @@ const SAMPLERS = Object.freeze([
   later('resources', () => require('./resources')),
   require('./threadpool').source,
   later('eventloop', () => require('./eventloop')),
+  require('./blockers').source,
   require('./dns').source,
   require('./connections').source,
   later('memory', () => require('./memory')),
