@@ -19,6 +19,8 @@ async function run(scenario, env = {}) {
     timeoutMs: 30000,
   });
   assert.equal(r.code, 0, `the app exits on its own, with 0: ${r.stderr}`);
+  // No session left attached at exit (Node would wait for it and say so), no failure of its own.
+  assert.doesNotMatch(r.stderr, /Waiting for the debugger|UVSCOPE_INTERNAL_ERROR/);
   return { ...lastJson(r.stdout), stderr: r.stderr };
 }
 

@@ -22,6 +22,8 @@ const CAUSE = attributesOf('nodejs.eventloop.block.cause');
  * @typedef {object} Block
  * @property {number} startedMs when it began (epoch ms, to within a poll)
  * @property {number} durationSeconds as the watchdog timed it (to within a poll)
+ * @property {number} ranSeconds of it, the main thread's time on a CPU (the rest it waited for
+ *   one); the threshold applies to this
  * @property {number} capturedSeconds the part the profiler sampled (from its start to the block's end)
  * @property {number} samples
  * @property {number} gcShare of the samples, in V8's garbage collector
@@ -80,6 +82,8 @@ class BlockersSampler {
   /** @type {Block[]} */
   #blocks = [];
   #dropped = 0;
+  // Captures that did not complete (the main thread answered too late: see watchdog.js missed()).
+  #missed = 0;
   #ready = false;
   /** @type {Map<string, Histogram>} */
   #histograms = new Map();
@@ -144,6 +148,7 @@ class BlockersSampler {
     if (!m || typeof m !== 'object') return;
     if (m.type === 'ready') this.#ready = true;
     else if (m.type === 'error') reportError('blockers', new Error(String(m.message)));
+    else if (m.type === 'missed') this.#missed++;
     else if (m.type === 'block') this.#onBlock(m);
     // 'poke': its only purpose was to run JavaScript here (the session is read meanwhile).
   }
@@ -156,7 +161,7 @@ class BlockersSampler {
     h.observe(seconds);
     /** @type {Block} */
     const block = {
-      startedMs: m.startedMs, durationSeconds: seconds, capturedSeconds: m.capturedMs / 1000,
+      startedMs: m.startedMs, durationSeconds: seconds, ranSeconds: m.ranMs / 1000, capturedSeconds: m.capturedMs / 1000,
       samples: m.samples, gcShare: m.gcShare, route: m.route, blockers: m.blockers, uncaptured: m.uncaptured || null,
     };
     const blocks = this.#blocks;
@@ -189,12 +194,14 @@ class BlockersSampler {
       thresholdSeconds: this.#thresholdMs / 1000,
       blocks: this.#blocks.slice(),
       dropped: this.#dropped,
+      missed: this.#missed,
     };
   }
 
   endInterval() {
     this.#blocks = [];
     this.#dropped = 0;
+    this.#missed = 0;
   }
 
   close() {

@@ -23,17 +23,19 @@ const { statPath, thresholdMs, pollMs, armMs, intervalUs, root } = workerData;
 // idle main thread's session only at its next timer; a poke (below) wakes it).
 const ANSWER_MS = 2000;
 
-// A block in which the main thread ran less than this share of the time (the rest it waited for
-// a CPU) is the host's doing, not the app's (the cpu-starved finding's): dropped.
-const MIN_RUN = 0.5;
-
 const session = new Session();
 let fd = -1;
 let schedFd = -1;
 let blockedRunNs = 0;
 const buf = Buffer.alloc(4096);
 let lastAt = 0n;
-let lastSleeps = 0;
+let lastRun = 0;
+let lastAwake = 0;
+// The main thread's voluntary switches at the last poll that read them, -1 when it did not.
+let lastSleeps = -1;
+let connected = false;
+// From a block's end until its capture is stopped and reported: no new capture, no check.
+let stopping = false;
 // The current block: since when the main thread has not slept (hrtime ns), whether the profiler runs.
 let blockedSince = 0n;
 let capturing = false;
@@ -63,13 +65,20 @@ function readStatus() {
   return state && sleeps ? { running: state[1] === 'R', sleeps: Number(sleeps[1]) } : null;
 }
 
-/** The main thread's time on a CPU so far (ns; schedstat's first field), or -1. */
-function runNs() {
-  const n = fs.readSync(schedFd, buf, 0, 64, 0);
+/**
+ * The main thread's time so far (ns) on a CPU (schedstat's first field) and waiting for one (its
+ * second), into `times`; false when unreadable.
+ */
+function readTimes(times) {
+  const n = fs.readSync(schedFd, buf, 0, 96, 0);
   const s = buf.toString('latin1', 0, n);
-  const v = Number(s.slice(0, s.indexOf(' ')));
-  return Number.isFinite(v) ? v : -1;
+  const a = s.indexOf(' ');
+  const b = s.indexOf(' ', a + 1);
+  times.run = Number(s.slice(0, a));
+  times.wait = Number(s.slice(a + 1, b));
+  return a > 0 && b > a && Number.isFinite(times.run) && Number.isFinite(times.wait);
 }
+const times = { run: 0, wait: 0 };
 
 /** What the main thread answers (capture.js's probe): the request it serves and its loop iteration. */
 async function probe() {
@@ -93,8 +102,23 @@ function fail(err) {
   parentPort.postMessage({ type: 'error', message: String((err && err.message) || err) });
 }
 
+/**
+ * A capture that did not complete because the main thread answered late or not at all (inside
+ * V8's GC, in one native call): its commands time out or meet a profile already gone
+ * ("No recording profiles found", "Session was closed"). Counted, not an error of the agent.
+ */
+function missed(err) {
+  parentPort.postMessage({ type: 'missed', message: String((err && err.message) || err) });
+}
+
 async function start() {
   capturing = true;
+  // A session only while a capture runs: none is attached while the loop is healthy, and none
+  // at exit (Node waits for connected sessions there and says so on stderr).
+  if (!connected) {
+    session.connectToMainThread();
+    connected = true;
+  }
   starting = true;
   route = null;
   loops = -1;
@@ -103,6 +127,8 @@ async function start() {
   checking = false;
   profiling = false;
   try {
+    await post('Profiler.enable');
+    await post('Profiler.setSamplingInterval', { interval: intervalUs });
     await post('Profiler.start');
     profiling = true;
     // Answered by an interrupt while the block's callback is on the stack: what it serves.
@@ -111,7 +137,7 @@ async function start() {
     loops = typeof p.loops === 'number' ? p.loops : -1;
     probedAt = process.hrtime.bigint();
   } catch (err) {
-    fail(err);
+    missed(err);
   } finally {
     starting = false;
     startedPoll = true;
@@ -124,11 +150,20 @@ async function check() {
     const p = await probe();
     confirmed = loops >= 0 && p.loops === loops;
   } catch (err) {
-    fail(err);
+    missed(err);
   }
 }
 
-async function stop(since, endedAt, ranShare) {
+async function stop(since, endedAt, ranMs) {
+  stopping = true;
+  try {
+    await finish(since, endedAt, ranMs);
+  } finally {
+    stopping = false;
+  }
+}
+
+async function finish(since, endedAt, ranMs) {
   const durationMs = Number(endedAt - since) / 1e6;
   let profile = null;
   // An idle main thread may not read its session until something wakes it: a message does.
@@ -136,7 +171,7 @@ async function stop(since, endedAt, ranShare) {
   try {
     await pending;
   } catch (err) {
-    fail(err);
+    missed(err);
   }
   // Stopped even when the start was not answered (in time): it may still be, later, and no
   // profile may keep running.
@@ -145,39 +180,58 @@ async function stop(since, endedAt, ranShare) {
   try {
     profile = (await answer).profile;
   } catch (err) {
-    if (profiling) fail(err);
+    if (profiling) missed(err);
   }
   capturing = false;
-  if (durationMs < thresholdMs || ranShare < MIN_RUN) return;
+  session.disconnect();
+  connected = false;
+  // The threshold is on the main thread's time on a CPU: a short callback stretched by a host
+  // that gave the thread no CPU is the cpu-starved finding's, not a blocker.
+  if (durationMs < thresholdMs || ranMs < thresholdMs) return;
   const startedMs = Date.now() - Number(process.hrtime.bigint() - since) / 1e6;
   // The main thread answered nothing while the block lasted: no JavaScript ran in it (one call
   // into native code, a synchronous crypto, zlib or fs call or an addon, or V8's GC), so no
   // interrupt could start the profiler. Timed, not captured.
   if (probedAt === 0n || probedAt > endedAt) {
-    parentPort.postMessage({ type: 'block', durationMs, startedMs, route: null, samples: 0, capturedMs: 0, gcShare: 0, blockers: [], uncaptured: 'no JavaScript ran during the block (one native call or a GC): the profiler could not start' });
+    parentPort.postMessage({ type: 'block', durationMs, ranMs, startedMs, route: null, samples: 0, capturedMs: 0, gcShare: 0, blockers: [], uncaptured: 'no JavaScript ran during the block (one native call or a GC): the profiler could not start' });
     return;
   }
   // Not confirmed: the loop went round between the probes (many callbacks, none of them a block).
   if (!confirmed) return;
   const block = summarize(profile, { endUs: Number(endedAt / 1000n), root });
-  parentPort.postMessage({ type: 'block', durationMs, startedMs, route, ...block, uncaptured: null });
+  parentPort.postMessage({ type: 'block', durationMs, ranMs, startedMs, route, ...block, uncaptured: null });
 }
 
 function poll() {
   if (closed) return;
   const now = process.hrtime.bigint();
+  if (!readTimes(times)) return fail(new Error(`cannot read ${statPath}`));
+  const run = times.run;
+  const awake = times.run + times.wait;
+  // The main thread was on a CPU or waiting for one under half the window: it slept, no block
+  // began. One short read: most polls of a healthy process end here.
+  if (blockedSince === 0n && !capturing && awake - lastAwake < Number(now - lastAt) / 2) {
+    lastAt = now;
+    lastRun = run;
+    lastAwake = awake;
+    lastSleeps = -1;
+    setTimeout(poll, pollMs);
+    return;
+  }
   const status = readStatus();
   if (status === null) return fail(new Error(`cannot read ${statPath}`));
   const tolerate = starting || startedPoll;
   if (!starting) startedPoll = false;
-  const blocked = status.running && (status.sleeps === lastSleeps || (capturing && tolerate));
+  const blocked = status.running && lastSleeps >= 0 && (status.sleeps === lastSleeps || (capturing && tolerate));
   if (blocked) {
     if (blockedSince === 0n) {
       blockedSince = lastAt;
-      blockedRunNs = runNs();
+      blockedRunNs = lastRun;
     }
     const ms = Number(now - blockedSince) / 1e6;
-    if (!capturing && ms >= armMs) {
+    if (stopping) {
+      // The previous capture is still being stopped: this block is timed from here, uncaptured.
+    } else if (!capturing && ms >= armMs) {
       pending = start();
     } else if (capturing && !checking && loops >= 0 && ms >= thresholdMs && now - probedAt >= BigInt(pollMs) * 1000000n) {
       // A poll after the start's probe at least: two probes answered together would read the
@@ -189,9 +243,11 @@ function poll() {
     const since = blockedSince;
     blockedSince = 0n;
     // The block ended in this window: at its start, give or take the window.
-    if (capturing) stop(since, lastAt, (runNs() - blockedRunNs) / Number(now - since));
+    if (capturing) stop(since, lastAt, (run - blockedRunNs) / 1e6);
   }
   lastAt = now;
+  lastRun = run;
+  lastAwake = awake;
   lastSleeps = status.sleeps;
   setTimeout(poll, pollMs);
 }
@@ -200,26 +256,21 @@ function poll() {
   try {
     fd = fs.openSync(statPath, 'r');
     schedFd = fs.openSync(statPath.replace(/status$/, 'schedstat'), 'r');
-    session.connectToMainThread();
     lastAt = process.hrtime.bigint();
-    const status = readStatus();
-    lastSleeps = status ? status.sleeps : 0;
+    if (readTimes(times)) {
+      lastRun = times.run;
+      lastAwake = times.run + times.wait;
+    }
     parentPort.on('message', (m) => {
       if (m === 'close') {
         closed = true;
-        session.disconnect();
+        if (connected) session.disconnect();
         fs.closeSync(fd);
         fs.closeSync(schedFd);
         parentPort.close();
       }
     });
     setTimeout(poll, pollMs);
-    // Posted while the main thread may be idle: the poke wakes it to read them.
-    const enabled = post('Profiler.enable');
-    const interval = post('Profiler.setSamplingInterval', { interval: intervalUs });
-    parentPort.postMessage({ type: 'poke' });
-    await enabled;
-    await interval;
     parentPort.postMessage({ type: 'ready' });
   } catch (err) {
     fail(err);
