@@ -19,6 +19,11 @@ const { Session } = require('inspector');
 const { summarize } = require('./summary');
 
 const { statPath, thresholdMs, pollMs, armMs, intervalUs, root } = workerData;
+// While the main thread is quiet (awake under QUIET of the last window) the watchdog polls this
+// much less often: each wake-up of a thread costs ~0.1 ms of CPU on a busy 2-CPU VM, and an idle
+// agent may spend ~1.7 ms a second in all (lib/core/cpu-budget.js's target, 100 ms a minute).
+const QUIET = 0.1;
+const QUIET_FACTOR = 4;
 // Commands the main thread does not answer within this long are given up (Node 24+ answers an
 // idle main thread's session only at its next timer; a poke (below) wakes it).
 const ANSWER_MS = 2000;
@@ -34,6 +39,10 @@ let lastAwake = 0;
 // The main thread's voluntary switches at the last poll that read them, -1 when it did not.
 let lastSleeps = -1;
 let connected = false;
+// Where the main thread's activity began, when a poll first saw it (back-dated by the time it was
+// awake in that window): a block that began in a quiet window is timed from there.
+let entryAt = 0n;
+let entryRun = 0;
 // From a block's end until its capture is stopped and reported: no new capture, no check.
 let stopping = false;
 // The current block: since when the main thread has not slept (hrtime ns), whether the profiler runs.
@@ -210,13 +219,20 @@ function poll() {
   const awake = times.run + times.wait;
   // The main thread was on a CPU or waiting for one under half the window: it slept, no block
   // began. One short read: most polls of a healthy process end here.
-  if (blockedSince === 0n && !capturing && awake - lastAwake < Number(now - lastAt) / 2) {
+  const wall = Number(now - lastAt);
+  if (blockedSince === 0n && !capturing && awake - lastAwake < wall / 2) {
     lastAt = now;
     lastRun = run;
     lastAwake = awake;
     lastSleeps = -1;
-    setTimeout(poll, pollMs);
+    entryAt = 0n;
+    setTimeout(poll, awake - lastAwake < QUIET * wall ? pollMs * QUIET_FACTOR : pollMs);
     return;
+  }
+  if (lastSleeps < 0 && blockedSince === 0n) {
+    // Awake most of a window after a quiet one: the activity began about this long ago.
+    entryAt = now - BigInt(Math.min(wall, awake - lastAwake));
+    entryRun = lastRun;
   }
   const status = readStatus();
   if (status === null) return fail(new Error(`cannot read ${statPath}`));
@@ -225,8 +241,8 @@ function poll() {
   const blocked = status.running && lastSleeps >= 0 && (status.sleeps === lastSleeps || (capturing && tolerate));
   if (blocked) {
     if (blockedSince === 0n) {
-      blockedSince = lastAt;
-      blockedRunNs = lastRun;
+      blockedSince = entryAt !== 0n ? entryAt : lastAt;
+      blockedRunNs = entryAt !== 0n ? entryRun : lastRun;
     }
     const ms = Number(now - blockedSince) / 1e6;
     if (stopping) {
@@ -239,7 +255,10 @@ function poll() {
       checking = true;
       pending = check();
     }
-  } else if (blockedSince !== 0n) {
+  } else if (lastSleeps >= 0) {
+    entryAt = 0n; // a window with a sleep: the next activity starts afresh
+  }
+  if (!blocked && blockedSince !== 0n) {
     const since = blockedSince;
     blockedSince = 0n;
     // The block ended in this window: at its start, give or take the window.
