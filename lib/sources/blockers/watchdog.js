@@ -1,17 +1,18 @@
 'use strict';
 
-// The watchdog: runs in a worker thread (blockers/capture.js starts it, unref'd). It never
-// touches the main thread while the loop is healthy: every pollMs it reads the kernel's account
-// of the main thread (/proc/self/task/<tid>/status: its state and how often it went to sleep)
-// and calls a window "blocked" when the main thread is running (or waiting for a CPU) and did not
-// sleep in it (a loop that returns to its poll with nothing to do sleeps there). After armMs of
-// blocked windows it starts V8's CPU profiler on the main thread through an inspector session
-// (connectToMainThread: answered by an interrupt of the running JavaScript) and asks the main
-// thread what it serves and its loop iteration; at thresholdMs it asks for the iteration again:
-// a loop that went round in between (a chain of short immediates never sleeps) is no block, and
-// the capture is dropped. When the main thread sleeps again it stops the profiler, cuts the
-// profile at the block's end and posts the block with its blockers (summary.js) to the main
-// thread. Blocks shorter than thresholdMs are dropped.
+// The watchdog: runs in a worker thread (blockers/capture.js starts it, unref'd). Nothing runs on
+// the main thread while the loop is healthy and no inspector session is attached. Every pollMs
+// (x4 while the main thread is quiet) it reads the kernel's account of the main thread:
+// /proc/self/task/<tid>/schedstat (time on a CPU and waiting for one), and when that was most
+// of the window, .../status (its state, its voluntary switches). A window is blocked when the
+// main thread is running or runnable and did not sleep in it (a loop with nothing to do sleeps in
+// its poll). After armMs of that it connects a session (connectToMainThread), starts V8's CPU
+// profiler (answered by an interrupt of the running JavaScript) and probes the main thread (what
+// it serves, libuv's loop count); past thresholdMs it probes again: a loop that went round in
+// between (a chain of short immediates never sleeps) is no block. When the main thread sleeps
+// again it stops the profiler, disconnects, cuts the profile at the block's end and posts the
+// block with its blockers (summary.js). A block counts when its main-thread CPU time reached
+// thresholdMs (a short callback stretched by a host that gave it no CPU is not a blocker).
 
 const fs = require('fs');
 const { parentPort, workerData } = require('worker_threads');
@@ -24,8 +25,8 @@ const { statPath, thresholdMs, pollMs, armMs, intervalUs, root } = workerData;
 // agent may spend ~1.7 ms a second in all (lib/core/cpu-budget.js's target, 100 ms a minute).
 const QUIET = 0.1;
 const QUIET_FACTOR = 4;
-// Commands the main thread does not answer within this long are given up (Node 24+ answers an
-// idle main thread's session only at its next timer; a poke (below) wakes it).
+// Commands the main thread does not answer within this long are given up (Node 24+ reads an idle
+// main thread's session only when JavaScript runs: a poke message wakes it, see post()).
 const ANSWER_MS = 2000;
 
 const session = new Session();
@@ -104,6 +105,8 @@ function post(method, params) {
       if (err) reject(err);
       else resolve(result);
     });
+    // Once the block is over the main thread may be idle: wake it to read this (Node 24+).
+    if (stopping) parentPort.postMessage({ type: 'poke' });
   });
 }
 
