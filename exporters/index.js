@@ -1,8 +1,8 @@
 'use strict';
 
 // exporters/: where the catalog's metrics leave the process. Every exporter, in one list. An
-// exporter is a folder exporters/<name>/ with a manifest.js (its name, settings rows and whether it
-// has early work; light, it imports only lib/core and lib/settings) and an index.js exporting
+// exporter is a folder exporters/<name>/ with a manifest.js (its name and settings rows; light, it
+// imports only lib/core and lib/settings) and an index.js exporting
 // createExporter(context), plus one line below. lib/agent/options.js takes the names and rows from
 // the manifests; each index.js is loaded only when its exporter is on, so its optional dependencies
 // (prom-client, hot-shots, OpenTelemetry) load only then. Exporters may import lib/ up to
@@ -36,18 +36,15 @@
  * @typedef {object} ExporterEntry
  * @property {string} name
  * @property {readonly import('../lib/core/setting').Setting[]} settings its settings rows
- * @property {boolean} [early] its index.js exports early(context), work that cannot wait for the
- *   agent's second phase (lib/agent/agent.js start()): it runs in the preload, and what it returns
- *   is handed to createExporter later. Only these exporters' modules load in the preload.
- * @property {() => { createExporter(context: ExporterContext, pre?: object): Exporter, early?: (context: ExporterContext) => { close(): void } }} load
+ * @property {() => { createExporter(context: ExporterContext): Exporter }} load
  */
 
 /**
- * @param {{ name: string, settings: ExporterEntry['settings'], early?: boolean }} manifest
+ * @param {{ name: string, settings: ExporterEntry['settings'] }} manifest
  * @param {ExporterEntry['load']} load
  * @returns {Readonly<ExporterEntry>}
  */
-const entry = (manifest, load) => Object.freeze({ name: manifest.name, settings: manifest.settings, early: Boolean(manifest.early), load });
+const entry = (manifest, load) => Object.freeze({ name: manifest.name, settings: manifest.settings, load });
 
 /** @type {readonly ExporterEntry[]} */
 const EXPORTERS = Object.freeze([
@@ -59,29 +56,15 @@ const EXPORTERS = Object.freeze([
 const BY_NAME = new Map(EXPORTERS.map((e) => [e.name, e]));
 
 /**
- * An exporter's early work (see ExporterEntry), if it has any.
- * @param {string} name an exporter's name
- * @param {ExporterContext} context
- * @returns {{ close(): void } | undefined}
- */
-function startEarly(name, context) {
-  const e = BY_NAME.get(name);
-  const early = e && e.early ? e.load().early : undefined;
-  return early ? early(context) : undefined;
-}
-
-/**
  * Create one exporter by name.
  * @param {string} name an exporter's name
  * @param {ExporterContext} context
- * @param {object} [pre] what startEarly(name, context) returned
  * @returns {Exporter}
  */
-function createExporter(name, context, pre) {
+function createExporter(name, context) {
   const e = BY_NAME.get(name);
   if (!e) throw new Error(`uvscope: no exporter ${name}`);
-  const mod = e.load();
-  return pre === undefined ? mod.createExporter(context) : mod.createExporter(context, pre);
+  return e.load().createExporter(context);
 }
 
-module.exports = { EXPORTERS, createExporter, startEarly };
+module.exports = { EXPORTERS, createExporter };

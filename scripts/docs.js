@@ -41,6 +41,7 @@ const GROUPS = Object.freeze([
   ['threadpool', (n) => n.startsWith('nodejs.uv.threadpool.') || n.startsWith('uvscope.probe.') || n.startsWith('uvscope.tracer.')],
   ['eventloop', (n) => n.startsWith('nodejs.eventloop.')],
   ['dns', (n) => n.startsWith('dns.') || n.startsWith('nodejs.dns.')],
+  ['listen', (n) => n.startsWith('nodejs.net.server.') || n.startsWith('system.network.tcp.listen.')],
   ['connections', (n) => n.startsWith('nodejs.net.') || n.startsWith('nodejs.http.')],
   ['cpu', (n) => n.startsWith('process.cpu.') || n.startsWith('container.cpu.')],
   ['memory', (n) => n.startsWith('v8js.') || n.startsWith('nodejs.memory.')],

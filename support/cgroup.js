@@ -2,14 +2,14 @@
 
 // Children under a CPU quota: a cgroup of their own with a cpu controller the test (or the lab)
 // writes, v2 where the cpu controller is on the unified hierarchy, else v1. Shared by the tests
-// (test/core/cpu-budget.test.js, test/findings/cpu-throttled.test.js) and the incident lab
+// (test/sources/cpu-budget.test.js, test/findings/cpu-throttled.test.js) and the incident lab
 // (examples/incidents/throttled.js). Needs root; the cgroup is removed once its processes exited.
 
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
-const { parseMountinfo, parseCpuStat } = require('../lib/core/cpu-budget');
+const { parseMountinfo, parseCpuStat } = require('../lib/sources/cpu-budget');
 
 let cached = null;
 

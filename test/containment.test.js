@@ -13,7 +13,7 @@ const { SEAMS } = require('../lib/core/faults');
 
 const APP = path.join(FIXTURES, 'containment-app.js');
 // Every sampler and exporter the lists declare: a new one is put through every seam with no edit here.
-const SAMPLERS = require('../lib/sources').SAMPLERS.map((s) => s.name);
+const SAMPLERS = require('../lib/sources').SOURCES.map((s) => s.name);
 const EXPORTERS = require('../exporters').EXPORTERS.map((e) => e.name);
 
 // seam -> the component its failure is reported and counted under

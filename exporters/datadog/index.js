@@ -3,29 +3,27 @@
 const { warnOnce, countError, reportError } = require('../../lib/core/errors');
 const { WARNINGS } = require('../../lib/core/warnings');
 const { readSetting } = require('../../lib/core/setting');
-const { UV_THREADPOOL_SIZE } = require('../../lib/core/libuv');
 const { RUNTIME_METRICS } = require('./manifest');
-const { findPoint } = require('../../lib/snapshot/snapshot');
 const { createSink } = require('./transport');
 const { createSeriesFlusher, tag } = require('./series');
 const { CATALOG } = require('../../lib/snapshot/catalog');
 const { createEventDistributions } = require('./lookups');
-const { createSpanTagger } = require('./spans');
 const { processIdentity } = require('../../lib/core/identity');
 
 /**
  * The DogStatsD exporter (UVSCOPE_EXPORTERS=datadog): gauges, counts and the queue-wait count/sum
  * every flush interval (default 10 s, from snapshot times: no timer of its own), one distribution
- * value per app lookup, and uvscope's context on dd-trace's dns.lookup spans.
+ * value per app lookup. uvscope's context on dd-trace's dns.lookup spans (spans.js) does not depend
+ * on this exporter: lib/agent/spans.js starts it.
  *
  * It never adds to the DNS problem it measures: the Agent's hostname is looked up once and then
  * at most once per dnsRefreshMs, in the background, and never before the first sample (a lookup
  * at preload time would start the threadpool before the app could set UV_THREADPOOL_SIZE).
  *
  * @param {import('../index').ExporterContext} context
- * @returns {{ name: string, export(snapshot: object): void, close(): Promise<void>, sink: object, spans: object|null }}
+ * @returns {{ name: string, export(snapshot: object): void, close(): Promise<void>, sink: object }}
  */
-function createExporter(context, pre = early(context)) {
+function createExporter(context) {
   const o = context.options.datadog;
   const target = o.url || { protocol: 'udp', host: o.host, port: o.port };
 
@@ -43,7 +41,6 @@ function createExporter(context, pre = early(context)) {
   const distributions = CATALOG.filter((def) => def.perEvent).map((def) => createEventDistributions({
     sink, def, channel: context.channels.published[def.perEvent.channel], maxPerSecond: o.maxLookupsPerSecond,
   }));
-  const { spans } = pre;
   let lastFlush = -Infinity;
 
   // When the app's work is done: what was gathered since the last sample leaves now (at each
@@ -61,7 +58,6 @@ function createExporter(context, pre = early(context)) {
   return {
     name: 'datadog',
     sink,
-    spans,
     export(snapshot) {
       sink.refresh(snapshot.time);
       if (snapshot.time - lastFlush >= o.flushIntervalMs) {
@@ -74,27 +70,7 @@ function createExporter(context, pre = early(context)) {
     async close() {
       process.removeListener('beforeExit', onBeforeExit);
       for (const d of distributions) d.close();
-      if (spans) spans.close();
       await sink.close();
-    },
-  };
-}
-
-/**
- * What must be in place before the app's first line (the agent calls it from the preload, and
- * createExporter later, on the first timer tick): uvscope's context goes on dd-trace's dns.lookup
- * spans during the app's dns.lookup call, so lookups of the app's top-level code need it already.
- * Cheap: no hot-shots.
- * @param {import('../index').ExporterContext} context
- * @returns {{ spans: object|null, close(): void }}
- */
-function early(context) {
-  const { dnsLookupStart: startChannel } = context.channels.published;
-  const spans = context.options.datadog.traceTags ? createSpanTagger({ startChannel, poolSize: () => poolSize(context.latest()) }) : null;
-  return {
-    spans,
-    close() {
-      if (spans) spans.close();
     },
   };
 }
@@ -121,14 +97,6 @@ function sendEventLoop(setting) {
   return !readSetting(RUNTIME_METRICS);
 }
 
-function poolSize(latest) {
-  if (latest) {
-    const p = /** @type {{ value?: number } | undefined} */ (findPoint(latest.points, 'nodejs.uv.threadpool.size'));
-    if (p) return p.value;
-  }
-  return readSetting(UV_THREADPOOL_SIZE);
-}
-
 function onError(what, err) {
   countError('exporter:datadog');
   if (what === 'uds-unavailable') {
@@ -142,4 +110,4 @@ function onError(what, err) {
   // Send errors are dropped datagrams: counted, never a warning per packet.
 }
 
-module.exports = { createExporter, early };
+module.exports = { createExporter };

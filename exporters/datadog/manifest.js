@@ -1,15 +1,14 @@
 'use strict';
 
-// The DogStatsD exporter's declaration: its name, settings rows and early work (exporters/index.js
+// The DogStatsD exporter's declaration: its name and settings rows (exporters/index.js
 // lists it; lib/agent/options.js takes its rows). Light: it imports only lib/core and
 // lib/settings, so reading it never loads hot-shots.
 
 const { setting } = require('../../lib/core/setting');
 const {
-  parseBoolean, parseAutoBoolean, parseInteger, parseHost, parseName, parseDogStatsdUrl, parseTags, parseObjectWith,
+  BOOLEAN, parseBoolean, parseAutoBoolean, parseInteger, parseHost, parseName, parseDogStatsdUrl, parseTags, parseObjectWith,
 } = require('../../lib/settings/parsers');
 
-const BOOLEAN = 'true/false, 1/0, yes/no, on/off';
 const NAME = 'a non-empty name of at most 200 characters';
 
 // dd-trace's own variable: whether its runtime metrics (event loop, heap, GC) are on. Read when
@@ -18,8 +17,6 @@ const RUNTIME_METRICS = setting('datadog.runtimeMetrics', 'DD_RUNTIME_METRICS_EN
 
 module.exports = Object.freeze({
   name: 'datadog',
-  // Tags on dd-trace's dns.lookup spans: its early(context) runs in the preload.
-  early: true,
   settings: Object.freeze([
     setting('datadog.url', 'DD_DOGSTATSD_URL', parseDogStatsdUrl, 'udp://host[:port], unix:///path/to/dsd.socket or unixgram:///path/to/dsd.socket', { doc: 'where the Datadog Agent listens, as dd-trace reads it' }),
     setting('datadog.host', ['DD_DOGSTATSD_HOST', 'DD_AGENT_HOST'], parseHost, 'the Datadog Agent\'s hostname or IP address', { default: 'localhost', doc: 'the Datadog Agent\'s host' }),

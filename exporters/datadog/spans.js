@@ -1,71 +1,51 @@
 'use strict';
 
-const diagnosticsChannel = require('diagnostics_channel');
-const { injectFault } = require('../../lib/core/faults');
-const { captureCaller } = require('../../lib/core/callers');
-const { dnsSlots } = require('../../lib/core/libuv');
-
-// dd-trace's dns instrumentation publishes here (through dc-polyfill, which uses Node's own
-// channels) with ctx.args = [hostname, options?] and, once its dns plugin has bound the store,
+// uvscope's context on the dns.lookup span dd-trace creates, as exporters/otlp/spans.js does for
+// OpenTelemetry (the pairing they share: lib/core/span-pairing.js). dd-trace's dns instrumentation
+// publishes on its channel (through dc-polyfill, which uses Node's own channels) with
+// ctx.args = [hostname, options?] and, once its dns plugin has bound the store,
 // ctx.currentStore.span = the dns.lookup span. See dd-trace-js
 // packages/datadog-instrumentations/src/dns.js and packages/datadog-plugin-dns/src/lookup.js.
+
+const diagnosticsChannel = require('diagnostics_channel');
+const { injectFault } = require('../../lib/core/faults');
 const { subscribed, safeSubscriber } = require('../../lib/core/channels');
+const { createLookupPairing, lookupFigures } = require('../../lib/core/span-pairing');
 
 const DD_LOOKUP_START = subscribed.ddTraceDnsLookupStart;
 
 /**
  * Puts uvscope's context on the dns.lookup span dd-trace creates, so a slow lookup in an APM
  * trace explains itself: lookups in flight and queued ahead of it when it started, the pool's DNS
- * slots and size, and the calling frame.
- *
- * dd-trace and uvscope both wrap dns.lookup, in whichever order they were loaded. Both events
- * for one lookup fire synchronously inside the app's dns.lookup call; whichever comes second tags
- * the span, and anything left unmatched is forgotten at the next microtask.
+ * slots and size, and the calling frame. The two events of one lookup are paired by hostname.
+ * While dd-trace is not loaded (global._ddtrace, set by its bootstrap) each app lookup costs one
+ * property read.
  *
  * @param {object} options
  * @param {import('diagnostics_channel').Channel} options.startChannel uvscope:dns.lookup:start
  * @param {() => number} options.poolSize the threadpool size in effect
- * @returns {{ close(): void, readonly tagged: number }}
+ * @returns {{ lookupStarted(message: object, name: string | symbol): void, ddLookupStarted(ctx: object, name: string | symbol): void, close(): void, readonly tagged: number }}
  */
 function createSpanTagger({ startChannel, poolSize }) {
   const ddChannel = diagnosticsChannel.channel(DD_LOOKUP_START);
-  let pendingLookup = null; // uvscope's start, waiting for dd-trace's span
-  let pendingSpan = null; // dd-trace's span, waiting for uvscope's start
-  let clearScheduled = false;
   let tagged = 0;
 
-  function forgetSoon() {
-    if (clearScheduled) return;
-    clearScheduled = true;
-    queueMicrotask(() => {
-      clearScheduled = false;
-      pendingLookup = null;
-      pendingSpan = null;
-    });
-  }
-
-  function tagSpan(span, inFlight) {
-    const size = poolSize();
-    const slots = dnsSlots(size);
-    span.setTag('uvscope.dns.in_flight', inFlight);
-    span.setTag('uvscope.dns.queued_ahead', Math.max(0, inFlight - slots));
-    span.setTag('uvscope.threadpool.dns_slots', slots);
-    span.setTag('uvscope.threadpool.size', size);
-    const caller = captureCaller();
+  const pairing = createLookupPairing((span, inFlight) => {
+    const figures = lookupFigures(inFlight, poolSize());
+    span.setTag('uvscope.dns.in_flight', figures.inFlight);
+    span.setTag('uvscope.dns.queued_ahead', figures.queuedAhead);
+    span.setTag('uvscope.threadpool.dns_slots', figures.slots);
+    span.setTag('uvscope.threadpool.size', figures.poolSize);
+    // Required here, at the first span tagged: the preload loads this file, not the stack reader.
+    const caller = require('../../lib/core/callers').captureCaller();
     if (caller !== '(unknown)') span.setTag('uvscope.dns.caller', caller);
     tagged++;
-  }
+  });
 
   const onUvscopeStart = safeSubscriber('exporter:datadog', ({ hostname, inFlight }) => {
     injectFault('channel:datadog.spans');
-    if (pendingSpan && pendingSpan.hostname === hostname) {
-      const { span } = pendingSpan;
-      pendingSpan = null;
-      tagSpan(span, inFlight);
-      return;
-    }
-    pendingLookup = { hostname, inFlight };
-    forgetSoon();
+    if (!globalThis._ddtrace) return;
+    pairing.lookupStarted(hostname, inFlight);
   });
 
   const onDdStart = safeSubscriber('exporter:datadog', (ctx) => {
@@ -73,19 +53,16 @@ function createSpanTagger({ startChannel, poolSize }) {
     const span = ctx && ctx.currentStore && ctx.currentStore.span;
     const hostname = ctx && Array.isArray(ctx.args) ? ctx.args[0] : undefined;
     if (!span || typeof span.setTag !== 'function' || typeof hostname !== 'string') return;
-    if (pendingLookup && pendingLookup.hostname === hostname) {
-      const { inFlight } = pendingLookup;
-      pendingLookup = null;
-      tagSpan(span, inFlight);
-      return;
-    }
-    pendingSpan = { hostname, span };
-    forgetSoon();
+    pairing.spanStarted(hostname, span);
   });
 
   startChannel.subscribe(onUvscopeStart);
   ddChannel.subscribe(onDdStart);
   return {
+    /** uvscope's start event, handed on by whoever made this tagger while it was published. */
+    lookupStarted: onUvscopeStart,
+    /** dd-trace's start event, handed on likewise. */
+    ddLookupStarted: onDdStart,
     get tagged() {
       return tagged;
     },

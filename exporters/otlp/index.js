@@ -7,10 +7,6 @@ const { warnOnce, countError, reportError } = require('../../lib/core/errors');
 const { injectFault } = require('../../lib/core/faults');
 const { safeSubscriber } = require('../../lib/core/channels');
 const { WARNINGS } = require('../../lib/core/warnings');
-const { readSetting } = require('../../lib/core/setting');
-const { UV_THREADPOOL_SIZE } = require('../../lib/core/libuv');
-const { findPoint } = require('../../lib/snapshot/snapshot');
-const { createSpanAttributer } = require('./spans');
 
 // Observations made before uvscope has a provider to record them on (the app's SDK may start
 // after uvscope): kept, up to this many, and recorded once a provider is there.
@@ -27,41 +23,13 @@ const FINAL_FLUSH_MARGIN_MS = 250;
  * In mode `auto` the choice is made at the first sample (after the app's preloads and top-level
  * code), and a global provider that appears later still wins: uvscope flushes and closes its own
  * provider and moves its instruments to the app's. Every lookup and every queue-wait probe is
- * recorded as one histogram observation. uvscope's context goes on the app's dns.lookup spans
- * (spans.js) from the preload on (early()).
+ * recorded as one histogram observation. uvscope's context on the app's dns.lookup spans
+ * (spans.js) does not depend on this exporter: lib/agent/spans.js starts it.
  * @param {import('../index').ExporterContext} context
- * @param {{ spans: ReturnType<typeof createSpanAttributer> | null }} [pre] what early(context) returned
  * @returns {{ name: string, export(snapshot: object): void, close(): Promise<void>, readonly mode: string|null }}
  */
-function createExporter(context, pre = early(context)) {
-  return new OtlpExporter(context, pre.spans);
-}
-
-/**
- * What must be in place before the app's first line (the agent calls it from the preload):
- * uvscope's context goes on dns.lookup spans during the app's dns.lookup call, so the lookups of
- * the app's top-level code need the subscription already. Loads no OpenTelemetry package.
- * @param {import('../index').ExporterContext} context
- * @returns {{ spans: ReturnType<typeof createSpanAttributer> | null, close(): void }}
- */
-function early(context) {
-  const { dnsLookupStart: startChannel } = context.channels.published;
-  const spans = context.options.otlp.traceAttributes ? createSpanAttributer({ startChannel, poolSize: () => poolSize(context.latest()) }) : null;
-  return {
-    spans,
-    close() {
-      if (spans) spans.close();
-    },
-  };
-}
-
-// The threadpool size in effect: the last snapshot's, else the setting.
-function poolSize(latest) {
-  if (latest) {
-    const p = /** @type {{ value?: number } | undefined} */ (findPoint(latest.points, 'nodejs.uv.threadpool.size'));
-    if (p) return p.value;
-  }
-  return readSetting(UV_THREADPOOL_SIZE);
+function createExporter(context) {
+  return new OtlpExporter(context);
 }
 
 // Histograms that gain at most one observation per series between two samples (the probes).
@@ -82,17 +50,12 @@ class OtlpExporter {
   #createdAt = Date.now();
   #lastProbe = new Map(); // metric and attributes -> { count, sum } of the previous snapshot
   #unsubscribes;
-  #spans;
   #onSigterm = () => this.#sigterm();
   #onBeforeExit = () => this.#beforeExit();
 
-  /**
-   * @param {import('../index').ExporterContext} context
-   * @param {ReturnType<typeof createSpanAttributer> | null} spans
-   */
-  constructor(context, spans) {
+  /** @param {import('../index').ExporterContext} context */
+  constructor(context) {
     this.#context = context;
-    this.#spans = spans;
     ({ mode: this.#mode, runtimeMetrics: this.#runtimeMetrics } = context.options.otlp);
     // Every metric the catalog records per event, from its channel, inside the app's path (a
     // dns.lookup callback).
@@ -122,7 +85,6 @@ class OtlpExporter {
   export(snapshot) {
     if (this.#closed) return;
     this.#sampled = true;
-    if (this.#spans) this.#spans.attach(); // a tracer provider registered since
     this.#choose();
     this.#recordProbes(snapshot);
   }
@@ -131,7 +93,6 @@ class OtlpExporter {
     if (this.#closed) return;
     this.#closed = true;
     for (const unsubscribe of this.#unsubscribes) unsubscribe();
-    if (this.#spans) this.#spans.close();
     await this.#unbind();
   }
 
@@ -251,4 +212,4 @@ class OtlpExporter {
   }
 }
 
-module.exports = { createExporter, early };
+module.exports = { createExporter };

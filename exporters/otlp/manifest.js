@@ -6,9 +6,8 @@
 // it never loads an OpenTelemetry package.
 
 const { setting, readSetting } = require('../../lib/core/setting');
-const { parseBoolean, parseInteger, parseOneOf, parseAutoOnOff } = require('../../lib/settings/parsers');
+const { BOOLEAN, parseBoolean, parseInteger, parseOneOf, parseAutoOnOff } = require('../../lib/settings/parsers');
 
-const BOOLEAN = 'true/false, 1/0, yes/no, on/off';
 
 /** OTLP protocols (OTEL_EXPORTER_OTLP_PROTOCOL), one exporter package each (standalone.js). */
 const PROTOCOLS = Object.freeze(['http/protobuf', 'http/json', 'grpc']);
@@ -43,8 +42,6 @@ function otlpStandardSettings(env) {
 
 module.exports = Object.freeze({
   name: 'otlp',
-  // Attributes on OpenTelemetry dns.lookup spans: its early(context) runs in the preload.
-  early: true,
   settings: Object.freeze([
     setting('otlp.mode', 'UVSCOPE_OTLP_MODE', parseOneOf(['auto', 'companion', 'standalone']), 'auto (the app\'s global MeterProvider if it registers one, else uvscope\'s own), companion or standalone', { default: 'auto', doc: 'where OTLP metrics go' }),
     setting('otlp.runtimeMetrics', 'UVSCOPE_OTLP_RUNTIME_METRICS', parseAutoOnOff, `auto (off when @opentelemetry/instrumentation-runtime-node is loaded), on or off (or ${BOOLEAN})`, { default: 'auto', doc: 'whether to export nodejs.eventloop.* and v8js.*' }),

@@ -1,18 +1,16 @@
 'use strict';
 
 // uvscope's context on OpenTelemetry dns.lookup spans, as exporters/datadog/spans.js does for
-// dd-trace. @opentelemetry/instrumentation-dns (0.66, 0.67) starts its span with tracer.startSpan
-// and never makes it active: while the lookup it wraps runs, the active span is still the
-// caller's, in either load order. So uvscope sees the span being created through a span processor
-// of its own, added to the registered provider's processors (SpanProcessor.onStart is where the
-// SDK lets a processor add attributes), and pairs it with its own start event: both happen
-// synchronously inside the app's dns.lookup call, in an order set by which wrapper is outside.
-// A dns.lookup span the app made active itself is tagged too.
+// dd-trace (the pairing they share: lib/core/span-pairing.js). @opentelemetry/instrumentation-dns
+// (0.66, 0.67) starts its span with tracer.startSpan and never makes it active: while the lookup it
+// wraps runs, the active span is still the caller's, in either load order. So uvscope sees the span
+// being created through a span processor of its own, added to the registered provider's
+// processors (SpanProcessor.onStart is where the SDK lets a processor add attributes), and pairs
+// it with its own start event. A dns.lookup span the app made active itself is tagged too.
 
 const { injectFault } = require('../../lib/core/faults');
-const { captureCaller } = require('../../lib/core/callers');
-const { dnsSlots } = require('../../lib/core/libuv');
 const { safeSubscriber } = require('../../lib/core/channels');
+const { createLookupPairing, lookupFigures } = require('../../lib/core/span-pairing');
 const { globalTracerProvider, activeSpan } = require('./global');
 
 const SPAN_NAME = 'dns.lookup';
@@ -48,12 +46,12 @@ class SpanAttributer {
   #startChannel;
   #poolSize;
   #provider = null; // the provider uvscope's processor is on
-  #pendingLookup = null; // uvscope's start, waiting for the span (instrumentation-dns inside)
-  #pendingSpan = null; // the span, waiting for uvscope's start (instrumentation-dns outside)
-  #clearScheduled = false;
+  #pairing = createLookupPairing((span, inFlight) => this.#tag(span, inFlight));
   #tagged = new WeakSet();
   #count = 0;
   #onStart = safeSubscriber('exporter:otlp', (message) => this.#lookupStarted(message));
+  /** uvscope's start event, handed on by whoever made this attributer while it was published. */
+  lookupStarted = this.#onStart;
   #processor;
   #immediate;
 
@@ -122,51 +120,25 @@ class SpanAttributer {
     if (!this.#provider) return;
     const active = activeSpan();
     if (isLookupSpan(active) && !this.#tagged.has(active)) this.#tag(active, inFlight);
-    if (this.#pendingSpan) {
-      const span = this.#pendingSpan;
-      this.#pendingSpan = null;
-      this.#tag(span, inFlight);
-      return;
-    }
-    this.#pendingLookup = { inFlight };
-    this.#forgetSoon();
+    this.#pairing.lookupStarted(undefined, inFlight);
   }
 
   #spanStarted(span) {
     if (!isLookupSpan(span) || !span.instrumentationScope || span.instrumentationScope.name !== DNS_SCOPE) return;
     injectFault('channel:otlp');
-    if (this.#pendingLookup) {
-      const { inFlight } = this.#pendingLookup;
-      this.#pendingLookup = null;
-      this.#tag(span, inFlight);
-      return;
-    }
-    this.#pendingSpan = span;
-    this.#forgetSoon();
-  }
-
-  // Anything left unpaired (a span of a lookup uvscope does not time, such as an IP literal) is
-  // forgotten at the next microtask.
-  #forgetSoon() {
-    if (this.#clearScheduled) return;
-    this.#clearScheduled = true;
-    queueMicrotask(() => {
-      this.#clearScheduled = false;
-      this.#pendingLookup = null;
-      this.#pendingSpan = null;
-    });
+    this.#pairing.spanStarted(undefined, span);
   }
 
   #tag(span, inFlight) {
     if (this.#tagged.has(span)) return;
     this.#tagged.add(span);
-    const size = this.#poolSize();
-    const slots = dnsSlots(size);
-    span.setAttribute(ATTRIBUTES.inFlight, inFlight);
-    span.setAttribute(ATTRIBUTES.queuedAhead, Math.max(0, inFlight - slots));
-    span.setAttribute(ATTRIBUTES.slots, slots);
-    span.setAttribute(ATTRIBUTES.poolSize, size);
-    const caller = captureCaller();
+    const figures = lookupFigures(inFlight, this.#poolSize());
+    span.setAttribute(ATTRIBUTES.inFlight, figures.inFlight);
+    span.setAttribute(ATTRIBUTES.queuedAhead, figures.queuedAhead);
+    span.setAttribute(ATTRIBUTES.slots, figures.slots);
+    span.setAttribute(ATTRIBUTES.poolSize, figures.poolSize);
+    // Required here, at the first span tagged: the preload loads this file, not the stack reader.
+    const caller = require('../../lib/core/callers').captureCaller();
     if (caller !== '(unknown)') span.setAttribute(ATTRIBUTES.caller, caller);
     this.#count++;
   }

@@ -1,6 +1,6 @@
 'use strict';
 
-const { createOwnAgent } = require('../../lib/core/own-io');
+const { createOwnAgent, withoutTracing } = require('../../lib/core/own-io');
 const { readSetting } = require('../../lib/core/setting');
 const { otlpStandardSettings, EXPORT_TIMEOUT } = require('./manifest');
 const { warnOnce, countError } = require('../../lib/core/errors');
@@ -96,21 +96,24 @@ function resourceFromEnv(resources) {
  * silent unless the app set one.
  */
 function reportingFailures(exporter, settings) {
-  // Delegating by hand (not Object.create) keeps the exporter's own `this` for its methods.
+  // Delegating by hand (not Object.create) keeps the exporter's own `this` for its methods. What
+  // may send (export, forceFlush, shutdown) runs without tracing (lib/core/own-io.js): its
+  // lookups, connections and requests are uvscope's own, never spans in the app's traces.
   const wrapped = {};
-  for (const method of ['forceFlush', 'shutdown', 'selectAggregationTemporality', 'selectAggregation']) {
+  for (const method of ['forceFlush', 'shutdown']) {
+    if (typeof exporter[method] === 'function') wrapped[method] = (...args) => withoutTracing(() => exporter[method](...args));
+  }
+  for (const method of ['selectAggregationTemporality', 'selectAggregation']) {
     if (typeof exporter[method] === 'function') wrapped[method] = (...args) => exporter[method](...args);
   }
-  wrapped.export = (metrics, resultCallback) => {
-    exporter.export(metrics, (result) => {
-      if (result && result.code !== 0) {
-        countError('exporter:otlp');
-        const why = result.error ? result.error.message || String(result.error) : 'unknown error';
-        warnOnce(WARNINGS.OTLP_EXPORT_FAILED, `uvscope: exporting metrics over OTLP (${settings.protocol}) failed: ${why}. Later failures are counted in uvscope.errors{uvscope.component="exporter:otlp"} and not reported again; the app is not affected.`);
-      }
-      resultCallback(result);
-    });
-  };
+  wrapped.export = (metrics, resultCallback) => withoutTracing(() => exporter.export(metrics, (result) => {
+    if (result && result.code !== 0) {
+      countError('exporter:otlp');
+      const why = result.error ? result.error.message || String(result.error) : 'unknown error';
+      warnOnce(WARNINGS.OTLP_EXPORT_FAILED, `uvscope: exporting metrics over OTLP (${settings.protocol}) failed: ${why}. Later failures are counted in uvscope.errors{uvscope.component="exporter:otlp"} and not reported again; the app is not affected.`);
+    }
+    resultCallback(result);
+  }));
   return wrapped;
 }
 

@@ -4,10 +4,11 @@
 // is in sampling.js, the resolver's configuration in resolver.js, the endpoint's routes in
 // lib/endpoint/routes.js and the exit report in lib/report/exit.js.
 
-const { SAMPLERS } = require('../sources');
-const { createExporter, startEarly } = require('../../exporters');
+const { SOURCES } = require('../sources');
+const { createExporter } = require('../../exporters');
 const { createOwnIo } = require('../core/own-io');
 const channels = require('../core/channels');
+const { startSpanContext } = require('./spans');
 const { reportError } = require('../core/errors');
 const { injectFault } = require('../core/faults');
 
@@ -38,7 +39,7 @@ class Agent {
   /** @type {NodeJS.Timeout | null} */
   #timer = null;
   #closed = false;
-  /** @type {import('./resolver').ResolverConfig | null} made in the second phase */
+  /** @type {import('./resolver').ResolverReader | null} made in the second phase */
   #resolver = null;
   #ownIo = createOwnIo();
   /** @type {import('../endpoint/server').AgentServer | null} */
@@ -47,7 +48,9 @@ class Agent {
   #history = null;
   /** @type {any} the findings engine, from the second phase */
   #findings = null;
-  /** @type {{ samplerContext: object, samplers: Map<string, any>, pre: Map<string, any> } | null} what the first phase made, until the second phase adopts it */
+  /** @type {ReturnType<typeof startSpanContext> | null} uvscope's context on the app's dns.lookup spans */
+  #spans = null;
+  /** @type {{ samplerContext: object, samplers: Map<string, any> } | null} what the first phase made, until the second phase adopts it */
   #early = null;
   /** @type {NodeJS.Timeout | null} the timer that starts the second phase */
   #deferred = null;
@@ -86,8 +89,8 @@ class Agent {
 
   /**
    * Start in two phases. The first does what must precede the app's first line: the early
-   * samplers (wrap dns.lookup, subscribe to the connection channels) and the exporters' early
-   * work (exporters/index.js EARLY), all cheap. The second creates the endpoint, the exporters
+   * samplers (wrap dns.lookup, subscribe to the connection channels) and the lookup-span context
+   * (./spans.js), all cheap. The second creates the endpoint, the exporters
    * (prom-client, hot-shots, the OpenTelemetry SDK load there) and the other samplers; the
    * sampling timer starts with the first. With `defer` (the preload) the second phase runs on the
    * first timer tick, after the app's top-level code, from an unref'd timer: a process that exits
@@ -100,18 +103,14 @@ class Agent {
     /** @type {import('../sources').SamplerContext} */
     const samplerContext = { options: this.#options, ownIo: this.#ownIo, resolver: () => (this.#resolver ? this.#resolver.current : null) };
     const samplers = new Map();
-    for (const { name, early, create } of SAMPLERS) {
+    for (const { name, early, create } of SOURCES) {
       if (!(typeof early === 'function' ? early(this.#options) : early)) continue;
       const sampler = this.#createSampler(name, create, samplerContext);
       if (sampler) samplers.set(name, sampler);
     }
     this.#samplers = [...samplers.values()];
-    const context = this.#exporterContext();
-    const pre = new Map();
-    for (const name of this.#options.exporters) {
-      this.#safely(`exporter:${name}`, () => pre.set(name, startEarly(name, context)));
-    }
-    this.#early = { samplerContext, samplers, pre };
+    this.#early = { samplerContext, samplers };
+    this.#spans = this.#safely('spans', () => startSpanContext({ options: this.#options, startChannel: channels.published.dnsLookupStart, latest: () => this.#latest }));
     if (this.#options.reportOnExit) {
       const target = this.#options.reportOnExit;
       this.#onExit = () => this.#safely('report', () => {
@@ -148,13 +147,14 @@ class Agent {
     const time = Date.now();
     const details = collectDetails(samplers);
     endIntervals(samplers);
-    if (!this.#resolver) this.#resolver = new lazy.resolver.ResolverConfig();
+    if (!this.#resolver) this.#resolver = new lazy.resolver.ResolverReader();
     this.#resolver.refresh(time);
     const resolver = this.#resolver.details();
     if (resolver) details.resolver = resolver;
     const findings = this.#evaluateFindings(time, points, details);
+    const signals = this.#signals();
     points.push(...errorPoints());
-    const snapshot = deepFreeze({ time, intervalMs: this.#options.intervalMs, points, details, findings });
+    const snapshot = deepFreeze({ time, intervalMs: this.#options.intervalMs, points, details, findings, signals });
     this.#latest = snapshot;
     if (this.#history) this.#safely('page', () => this.#history.add(snapshot));
     this.#exportAll(snapshot);
@@ -169,8 +169,7 @@ class Agent {
     clearInterval(this.#timer);
     if (this.#onExit) process.off('exit', this.#onExit);
     for (const s of this.#samplers) this.#safely(`sampler:${s.name}`, () => s.close());
-    // Stopped before the second phase: undo the exporters' early work.
-    if (this.#early) for (const [name, pre] of this.#early.pre) if (pre) this.#safely(`exporter:${name}`, () => pre.close());
+    if (this.#spans) this.#safely('spans', () => this.#spans.close());
     await Promise.all([
       ...this.#exporters.map(async (e) => {
         try {
@@ -188,26 +187,26 @@ class Agent {
     if (this.#early === null || this.#closed) return;
     clearTimeout(this.#deferred);
     this.#deferred = null;
-    const { samplerContext, samplers, pre } = this.#early;
+    const { samplerContext, samplers } = this.#early;
     this.#early = null;
     this.#history = this.#safely('page', () => lazy.page.createHistory());
     this.#findings = this.#safely('findings', () => lazy.findings.createFindingsEngine({ intervalMs: this.#options.intervalMs, startTime: Date.now() }));
-    this.#resolver = new lazy.resolver.ResolverConfig();
+    this.#resolver = new lazy.resolver.ResolverReader();
     this.#resolver.refresh(Date.now());
     this.#server = this.#safely('server', () => this.#createServer());
     // Exporters before the other samplers: loading their libraries blocks the loop for tens of
     // ms, which the event-loop sampler must not take for the app's delay (its monitor starts after).
+    if (this.#spans) this.#safely('spans', () => this.#spans.refresh(false)); // the app's top-level code is done
     const context = this.#exporterContext();
     for (const name of this.#options.exporters) {
       const exporter = this.#safely(`exporter:${name}`, () => {
         injectFault(`create:exporter:${name}`);
-        return createExporter(name, context, pre.get(name));
+        return createExporter(name, context);
       });
       if (exporter) this.#exporters.push(exporter);
-      else if (pre.get(name)) this.#safely(`exporter:${name}`, () => pre.get(name).close());
     }
     const all = [];
-    for (const { name, create } of SAMPLERS) {
+    for (const { name, create } of SOURCES) {
       const sampler = samplers.has(name) ? samplers.get(name) : this.#createSampler(name, create, samplerContext);
       if (sampler) all.push(sampler);
     }
@@ -257,9 +256,20 @@ class Agent {
     }
   }
 
+  // The latest interval's signals (lib/findings/signals.js), which the findings were made from.
+  #signals() {
+    try {
+      return this.#findings ? this.#findings.signals() : null;
+    } catch (err) {
+      reportError('findings', err);
+      return null;
+    }
+  }
+
   #exportAll(snapshot) {
     // A process that does not hold the endpoint's port sends its snapshot to the one that does.
     if (this.#server) this.#safely('multiprocess', () => this.#server.export(snapshot));
+    if (this.#spans) this.#safely('spans', () => this.#spans.refresh()); // a tracer registered since
     const exporters = this.#exporters;
     for (let i = 0; i < exporters.length; i++) {
       const exporter = exporters[i];

@@ -9,14 +9,13 @@
 // they are used, with lib/core/setting.js readSetting(row).
 
 const { setting, readSetting: readRow, fromEnvironment, environment, invalid } = require('../core/setting');
-const { parseBoolean, parseInteger, parseList, parseEither, parseMatching } = require('../settings/parsers');
-const { SAMPLERS } = require('../sources');
+const { BOOLEAN, parseBoolean, parseInteger, parseList, parseEither, parseMatching } = require('../settings/parsers');
+const { SOURCES } = require('../sources');
 const { EXPORTERS } = require('../../exporters');
 const endpoint = require('../endpoint/manifest');
 const faults = require('../core/faults');
 const libuv = require('../core/libuv');
 
-const BOOLEAN = 'true/false, 1/0, yes/no, on/off';
 const EXPORTER_NAMES = EXPORTERS.map((e) => e.name);
 
 // The agent's own rows. An option given to start() wins over the environment, which wins over the
@@ -33,7 +32,7 @@ const AGENT = Object.freeze([
 const SETTINGS = Object.freeze([
   ...AGENT,
   ...endpoint.SETTINGS,
-  ...SAMPLERS.flatMap((s) => s.settings),
+  ...SOURCES.flatMap((s) => s.settings),
   ...EXPORTERS.flatMap((e) => e.settings),
   ...faults.SETTINGS,
   ...libuv.SETTINGS,

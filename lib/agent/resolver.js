@@ -8,15 +8,18 @@ const { reportError } = require('../core/errors');
 // resolv.conf and /etc/hosts are re-read this often (tiny files, read synchronously).
 const RESOLVER_REFRESH_MS = 60000;
 
-/** The last resolver configuration read, refreshed by the sampling timer. */
-class ResolverConfig {
-  /** @type {any} lib/sources/dns/resolver.js readResolverConfig() */
+/**
+ * Reads the resolver's files (lib/sources/dns/resolver.js readResolverConfig()) and keeps the last
+ * configuration read, refreshed by the sampling timer.
+ */
+class ResolverReader {
+  /** @type {import('../sources/dns/resolver').ResolverConfig | null} */
   #config = null;
   #readAt = 0;
   /** @type {{ config: any, details: any } | null} details() of the config last read (a new read, new details) */
   #details = null;
 
-  /** @returns {any} the configuration last read, or null before the first read (or if it failed) */
+  /** @returns {import('../sources/dns/resolver').ResolverConfig | null} the configuration last read, or null before the first read (or if it failed) */
   get current() {
     return this.#config;
   }
@@ -49,4 +52,4 @@ class ResolverConfig {
   }
 }
 
-module.exports = { ResolverConfig };
+module.exports = { ResolverReader };

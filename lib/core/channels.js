@@ -38,6 +38,12 @@ const published = Object.freeze({
 const subscribed = Object.freeze({
   /** net: `{ socket }` for each outgoing net.Socket connect (Node 20+). */
   netClientSocket: 'net.client.socket',
+  /**
+   * net: `{ server, options }` when a net.Server (http, https, http2 too) starts listening
+   * (options as given to listen(), backlog among them), then `{ server }` once it listens.
+   */
+  netServerListenStart: 'tracing:net.server.listen:asyncStart',
+  netServerListenEnd: 'tracing:net.server.listen:asyncEnd',
   /** http: `{ request }` when an http.ClientRequest starts (Node 20+). */
   httpClientRequestStart: 'http.client.request.start',
   /**

@@ -17,11 +17,9 @@
  */
 class Histogram {
   // The bounds again, as doubles of the histogram's own, for observe()'s search: keyed loads from
-  // the frozen bounds arrays the sources share went through V8's KeyedLoadIC in optimized code on
-  // Node 20 (~70 instructions a load, 10 loads per DNS lookup for its two histograms).
-  // Shared by the histograms of one bounds array (the sources' frozen constants): one per kept
-  // hostname was ~270 bytes each (the typed array, its buffer and the malloc'd doubles), 100 of
-  // them in the steady app.
+  // the frozen bounds arrays the sources share go through V8's KeyedLoadIC in optimized code on
+  // Node 20, dozens of instructions a load. Shared by the histograms of one bounds array (the
+  // sources' frozen constants), not one typed array per kept hostname.
   #limits;
 
   /** @param {readonly number[]} bounds ascending upper bounds */

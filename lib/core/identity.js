@@ -17,7 +17,7 @@ function processIdentity() {
     // A cluster worker has node:cluster loaded before any preload or app code runs (Node sets the
     // worker up, and deletes NODE_UNIQUE_ID, before then): where it is not loaded this process is
     // no worker, and loading it to ask would cost a primary's cluster code (child_process and its
-    // helpers: 0.35 to 0.45 MiB of V8's heap, Node 20 and 24), kept for the process's life.
+    // helpers, hundreds of KiB of V8's heap), kept for the process's life.
     const loaded = /** @type {any} */ (process).moduleLoadList;
     if (Array.isArray(loaded) && !loaded.includes('NativeModule cluster')) return { pid: process.pid, workerId };
     const cluster = /** @type {any} */ (require('cluster'));

@@ -2,12 +2,11 @@
 
 // The endpoint's settings rows (lib/agent/options.js takes them): the snapshot's own server, when
 // Prometheus (which serves it otherwise) is off (server.js), and several processes of one app on
-// one endpoint (multiprocess.js). Light: it imports only lib/core and lib/settings.
+// one endpoint (multiprocess/). Light: it imports only lib/core and lib/settings.
 
 const { setting } = require('../core/setting');
-const { parseBoolean, parseHost, parseInteger } = require('../settings/parsers');
+const { BOOLEAN, parseBoolean, parseHost, parseInteger } = require('../settings/parsers');
 
-const BOOLEAN = 'true/false, 1/0, yes/no, on/off';
 
 const SETTINGS = Object.freeze([
   setting('snapshot.host', 'UVSCOPE_SNAPSHOT_HOST', parseHost, 'an IP address or hostname to listen on, e.g. 127.0.0.1 or 0.0.0.0', { default: '127.0.0.1', doc: 'where /snapshot.json is served when Prometheus is off' }),

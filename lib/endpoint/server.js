@@ -1,9 +1,11 @@
 'use strict';
 
 const http = require('http');
+const EventEmitter = require('events');
 const { warnOnce, countError, reportError } = require('../core/errors');
 const { WARNINGS } = require('../core/warnings');
 const { createMultiprocess } = require('./multiprocess');
+const { withoutTracing, markOwnServer } = require('../core/own-io');
 
 /**
  * A route's handler: answers one GET or HEAD request (sendBody() leaves the body out for HEAD); it
@@ -160,13 +162,23 @@ class AgentServer {
    */
   #listen() {
     const candidate = http.createServer((req, res) => this.#onRequest(req, res));
+    // The requests served here are uvscope's (its port, not the app's server): they make no span in
+    // the app's traces. OpenTelemetry's http instrumentation starts its server span in a wrapper of
+    // http.Server.prototype.emit from the request's headers alone (ROOT_CONTEXT), so no context
+    // can suppress it; this server emits with EventEmitter's own emit, which http.Server inherits
+    // unchanged (Node 20 to 26), and the wrapper never sees its requests. dd-trace's server plugin
+    // keeps the noop store the listen below ran in (lib/core/own-io.js withoutTracing).
+    candidate.emit = EventEmitter.prototype.emit;
+    markOwnServer(candidate); // not one of the app's listening sockets (lib/sources/listen)
     // A scraper's keep-alive connection must not keep the app alive.
     candidate.on('connection', (socket) => socket.unref());
     return new Promise((resolve) => {
       candidate.once('error', (err) => resolve(err));
       // exclusive: a node:cluster worker binds the port itself, so two workers never share it
       // round-robin (each request would reach one of them); the second gets EADDRINUSE and joins.
-      candidate.listen({ port: this.#port, host: this.#host, exclusive: true }, () => {
+      // Without tracing: the app's tracers make no span of the listen's lookup, and the requests
+      // served here (uvscope's port, not the app's) run in that context too (lib/core/own-io.js).
+      withoutTracing(() => candidate.listen({ port: this.#port, host: this.#host, exclusive: true }, () => {
         if (this.#closed) {
           candidate.close();
           resolve(new Error('closed'));
@@ -174,7 +186,7 @@ class AgentServer {
         }
         this.#server = candidate;
         resolve(null);
-      });
+      }));
       candidate.unref();
     });
   }

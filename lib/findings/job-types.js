@@ -2,31 +2,13 @@
 
 // Job types as the tracer reports them, named as the API a developer calls: for the findings'
 // text (lib/findings/found/pool.js) and the report's and page's words for other work that held
-// the pool (lib/report/other-pool-work.js, which the page gets as source with these names, so
+// the pool (lib/report/pool-words.js, which the page gets as source with these names, so
 // they are not in found/, which a served page must not load).
 
-/** Provider types (Node's src/async_wrap.h) as the API a developer calls. */
-const TYPE_NAMES = Object.freeze({
-  PBKDF2REQUEST: 'pbkdf2',
-  SCRYPTREQUEST: 'scrypt',
-  RANDOMBYTESREQUEST: 'randomBytes/randomFill',
-  RANDOMPRIMEREQUEST: 'generatePrime',
-  CHECKPRIMEREQUEST: 'checkPrime',
-  KEYPAIRGENREQUEST: 'generateKeyPair',
-  KEYGENREQUEST: 'generateKey',
-  HKDFREQUEST: 'hkdf',
-  DERIVEBITSREQUEST: 'webcrypto deriveBits',
-  SIGNREQUEST: 'sign/verify (webcrypto)',
-  HASHREQUEST: 'digest (webcrypto)',
-  HMACREQUEST: 'hmac (webcrypto)',
-  CIPHERREQUEST: 'encrypt/decrypt (webcrypto)',
-  KEYEXPORTREQUEST: 'exportKey (webcrypto)',
-  ZLIB: 'zlib',
-  FSREQCALLBACK: 'fs (callbacks)',
-  FSREQPROMISE: 'fs.promises',
-  GETADDRINFOREQWRAP: 'dns.lookup',
-  GETNAMEINFOREQWRAP: 'dns.lookupService',
-});
+const { POOL_PROVIDERS } = require('../sources/threadpool/providers');
+
+/** Provider types of threadpool work (lib/sources/threadpool/providers.js) as the API a developer calls. */
+const TYPE_NAMES = Object.freeze(Object.fromEntries(Object.entries(POOL_PROVIDERS).map(([type, { api }]) => [type, api])));
 
 /**
  * A readable name for a job type as the tracer reports it.

@@ -8,16 +8,16 @@
 // work, not behind each other.
 
 const { findPoint } = require('../snapshot/snapshot');
-const { Columns, defineColumns } = require('./columns');
+const { Columns, defineColumns } = require('../core/columns');
 
 // The pool's figures of an interval (summarizePool()). The window holds one per interval (600 at
 // a 100 ms interval, for 60 s): its numbers are in cells of the window's columns
-// (lib/findings/columns.js: the summary's row), the probes' and the busy threads' too, so that
+// (lib/core/columns.js: the summary's row), the probes' and the busy threads' too, so that
 // an interval keeps one object here, not four (the pool's, a probe's twice, a copy of the
 // busy-thread reading with its doubles as heap numbers: ~200 bytes an interval). `work`, `dns`
 // and `busy` read as before, as a new object at each read, kept by nothing here (what a finding's
-// text reads once it fired); the gates and found/ code read the cells (poolWait(), probeWait(),
-// cpuStarved()).
+// text reads once it fired); the signals and found/ code read the cells (poolWait(), probeWait(),
+// busyNow()).
 //
 // Cells from `at`: the work probe's wait, the dns probe's, whether each was stuck (0 or 1), then
 // the busy threads' BUSY_FIGURES.
@@ -118,17 +118,16 @@ class BusyFigures {
 }
 defineColumns(BusyFigures.prototype, BUSY_FIGURES);
 
-// cpuStarved()'s reading of a summary's busy threads, one for every call (it reads and returns
+// The signals' reading of a summary's busy threads, one for every call (it reads and returns
 // booleans): the pool's cells without an object each.
 const busyScratch = new BusyFigures(new Columns(1, BUSY_FIGURES.length), 0);
 
 /**
  * The busy-thread reading of a summary's pool, for reading at once (the one scratch object where
  * it is in cells).
- * @param {any} pool
+ * @param {PoolFigures} pool
  */
 function busyNow(pool) {
-  if (!(pool instanceof PoolFigures)) return pool && pool.busy;
   if (pool.busyKept !== IN_CELLS) return pool.busyKept;
   busyScratch.cells = pool.cells;
   busyScratch.at = pool.at + BUSY_AT;
@@ -178,7 +177,7 @@ function summarizePool(sample, previous, seconds, into = null, cells = undefined
   const probeIn = (queue) => value('uvscope.probe.in_flight', { 'nodejs.uv.threadpool.queue': queue }) || 0;
   const tracer = details.tracer || null;
   let pool = into;
-  if (!(pool instanceof PoolFigures)) {
+  if (!pool) {
     const own = cells || new Columns(1, POOL_CELLS);
     pool = new PoolFigures(own, cells ? at : own.row());
   }
@@ -302,30 +301,20 @@ function poolWait(s) {
   if (wait === null) return null;
   const loop = s.delayMax || 0;
   // A probe still in flight while the loop was blocked for most of the interval says nothing.
-  const stuck = pool instanceof PoolFigures ? pool.cells.get(pool.at + STUCK + WORK) === 1 : pool.work.stuck;
+  const stuck = pool.cells.get(pool.at + STUCK + WORK) === 1;
   if (stuck && loop >= s.seconds / 2) return 0;
   return Math.max(0, wait - loop);
 }
 
 /**
- * A probe's wait in an interval (seconds, or null without a reading), from the pool's cells
- * where it keeps them (no object made), else its probe's figures.
- * @param {any} pool an interval summary's pool
+ * A probe's wait in an interval (seconds, or null without a reading), from the pool's cells (no
+ * object made).
+ * @param {PoolFigures} pool an interval summary's pool
  * @param {'work'|'dns'} which
+ * @returns {number|null}
  */
 function probeWait(pool, which) {
-  if (pool instanceof PoolFigures) return pool.cells.get(pool.at + (which === 'work' ? WORK : DNS));
-  return pool[which].wait;
+  return /** @type {number|null} */ (pool.cells.get(pool.at + (which === 'work' ? WORK : DNS)));
 }
 
-/**
- * Whether no thread was free in this interval: the work probe waited at least limit seconds.
- * @param {object} s an interval summary (lib/findings/window.js) with s.pool
- * @param {Readonly<Record<string, number>>} lim the limits (poolWaitS)
- */
-function poolHeld(s, lim) {
-  const w = poolWait(s);
-  return w !== null && w >= lim.poolWaitS;
-}
-
-module.exports = { POOL_CELLS, summarizePool, poolWait, probeWait, poolHeld, busyNow };
+module.exports = { POOL_CELLS, summarizePool, poolWait, probeWait, busyNow };

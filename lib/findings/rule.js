@@ -38,14 +38,20 @@
  * @property {string} id kebab-case, the finding's id
  * @property {Readonly<Record<string, number>>} limits the thresholds it owns (overridable by name)
  * @property {Readonly<RuleDocs>} docs
- * @property {(window: object[], limits: Readonly<Record<string, number>>, context: RuleContext) => RuleResult|null} evaluate
- *   the finding over the window of interval summaries (oldest first), or null
+ * @property {(window: any[], limits: Readonly<Record<string, number>>, context: RuleContext, state?: any) => RuleResult|null} evaluate
+ *   the finding over the window of interval summaries (oldest first), or null; state is the
+ *   rule's own for this engine (state())
+ * @property {() => object} [state] a new state for one engine: what the rule carries from one
+ *   interval to the next (an engine each, never module variables: several engines may run at once)
+ * @property {(summary: any, state: any, sample: { time: number, points: readonly object[], details: any }) => void} [enter]
+ *   what the rule does as an interval's summary enters the window, its signals worked out
+ *   (lib/findings/signals.js): the rule's own figures of the summary, its state
  * @property {(sample: { time: number, points: readonly object[], details: any }, kept: any, summary: any) => unknown} [interval]
  *   what the rule keeps of each sample beyond the shared summary (lib/findings/window.js): the
  *   window holds it as summary.own[id]. kept is what it returned for an interval that has left
  *   the window (or undefined): an object of its own it may overwrite and return, so that a full
  *   window makes no new objects (never one a sample handed it: those are frozen). summary is the
- *   interval's summary, always given (its row of the window's columns: pool.js cpuFigures keeps its numbers there)
+ *   interval's summary, always given, its signals worked out (lib/findings/signals.js)
  * @property {boolean} [latestOnly] evaluate() reads only the latest summary's own[id]: kept is then
  *   what interval() returned for the interval before, so that the window holds one object for the
  *   rule rather than one per interval (600 at a 100 ms interval)

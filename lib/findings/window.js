@@ -1,14 +1,15 @@
 'use strict';
 
 // The window the rules read: one summary per sampling interval (the figures of the snapshot that
-// the rules need, kept small), per-hostname figures merged into 5 s buckets, and the helpers the
-// rules share over it.
+// the rules need, kept small, and the interval's signals, lib/findings/signals.js), per-hostname
+// figures merged into 5 s buckets, and the helpers the rules share over it.
 
 const { findPoint } = require('../snapshot/snapshot');
 const { summarizePool, POOL_CELLS } = require('./pool');
-const { CPU_FIGURES } = require('./cpu');
-const { Columns, defineColumns } = require('./columns');
-const { compactHosts, tailHosts, NO_HOSTS } = require('./hosts');
+const { CPU_FIGURES, CpuFigures, cpuFigures } = require('./cpu');
+const { defineSignals } = require('./signals');
+const { Columns, defineColumns } = require('../core/columns');
+const { compactHosts, NO_HOSTS } = require('./hosts');
 
 /**
  * One interval's figures, as the rules read them.
@@ -23,7 +24,7 @@ const { compactHosts, tailHosts, NO_HOSTS } = require('./hosts');
  * @param {Columns} [cells] the window's columns (windowColumns()), where a new summary's numbers
  *   go; without, a summary has columns of its own
  */
-function summarize(sample, previous, previousTime, into = null, spare = null, cells = undefined) {
+function summarizeInterval(sample, previous, previousTime, into = null, spare = null, cells = undefined) {
   const value = (name, attrs = {}) => {
     const p = findPoint(sample.points, name, attrs);
     return p ? p.value : undefined;
@@ -45,7 +46,7 @@ function summarize(sample, previous, previousTime, into = null, spare = null, ce
   s.probeStuck = probeStuck;
   s.dnsWaitMean = waitCount > 0 ? waitSum / waitCount : null;
   s.delayMax = value('nodejs.eventloop.delay.max');
-  // the share of the interval the loop was busy (dns-no-cache's discount, cpu-starved's figures)
+  // the share of the interval the loop was busy (the signals' loopLate, the CPU figures)
   s.utilization = value('nodejs.eventloop.utilization');
   s.cpuBudget = value('process.cpu.budget'); // CPUs the process may use (lib/sources/cpu.js)
   s.delayP99 = value('nodejs.eventloop.delay.p99');
@@ -57,53 +58,21 @@ function summarize(sample, previous, previousTime, into = null, spare = null, ce
   // before anything is served): its loop delay is not a blocked service.
   s.startup = previous === null;
   s.hosts = compactHosts(sample.details.dns, spare);
-  // The hostnames whose recent lookups have a tail (dns-tail-latency reads the latest only).
-  s.tails = tailHosts(sample.details.dns);
   s.pool = summarizePool(sample, previous, seconds, into && into.pool, s.cells, s.at + SUMMARY_FIGURES.length);
+  cpuFigures(sample, s);
   s.hostsSince = undefined;
-  s.gateLim = null;
+  // worked out by the engine (signals.js deriveSignals()) once the summary is made
+  s.signals = 0;
+  s.loopBlocked = 0;
   return s;
 }
 
-// The gates' per-interval tests, one bit each in a summary's gates (gate()).
-const GATES = Object.freeze({ eventloopBlocked: 0, dnsQueued: 1, poolHeld: 2, cpuStarved: 3 });
-
-/**
- * A rule gate's test of one interval, worked out once per summary and limits: the gates run every
- * sample over the whole window (600 summaries at a 100 ms interval), and each read of a figure
- * kept in the window's columns returns a new heap number where the caller is not optimized code
- * (a double read from a Float64Array is boxed): ~2.9 MB a second of garbage at 100 ms on Node 24,
- * a third of the steady app's own allocation. A summary's figures do not change once it is in the
- * window (summarize() and the rules' interval() write them as it enters; a summary reused for a
- * new interval forgets its gates). Summaries that are not the window's own (tests' objects) are
- * tested every time.
- * @param {object} s an interval summary
- * @param {number} bit the test's (GATES)
- * @param {Readonly<Record<string, number>>} lim the limits the test reads
- * @param {(s: any, lim: Readonly<Record<string, number>>) => boolean} test
- * @returns {boolean}
- */
-function gate(s, bit, lim, test) {
-  if (!(s instanceof Summary)) return test(s, lim);
-  if (s.gateLim !== lim) {
-    s.gateLim = lim;
-    s.gatesKnown = 0;
-    s.gates = 0;
-  }
-  const mask = 1 << bit;
-  if ((s.gatesKnown & mask) === 0) {
-    s.gatesKnown |= mask;
-    if (test(s, lim)) s.gates |= mask;
-  }
-  return (s.gates & mask) !== 0;
-}
-
-// The numbers of an interval, kept in the window's columns (lib/findings/columns.js: a
+// The numbers of an interval, kept in the window's columns (lib/core/columns.js: a
 // Float64Array allocated once for the window, not a heap number per figure per summary), read and
 // written as properties.
 const SUMMARY_FIGURES = ['time', 'seconds', 'size', 'slots', 'pendingDns', 'queuedDns', 'probeStuck', 'dnsWaitMean',
-  'delayMax', 'utilization', 'cpuBudget', 'delayP99', 'loopCpuShare', 'loopBlockedOnCpu'];
-// A row: the summary's figures, the pool's (its probes' waits), cpu-starved's.
+  'delayMax', 'utilization', 'cpuBudget', 'delayP99', 'loopCpuShare', 'loopBlockedOnCpu', 'loopBlocked'];
+// A row: the summary's figures, the pool's (its probes' waits), its CPU figures.
 const ROW = SUMMARY_FIGURES.length + POOL_CELLS + CPU_FIGURES.length;
 
 /**
@@ -114,8 +83,9 @@ function windowColumns(rows) {
   return new Columns(rows, ROW);
 }
 
-// Every field from the start (own and poolHeld are the engine's), so that every summary has one
-// shape; SUMMARY_FIGURES are accessors on the prototype (summarize() sets every one).
+// Every field from the start (own is the engine's), so that every summary has one shape;
+// SUMMARY_FIGURES are accessors on the prototype (summarizeInterval() sets every one), and so are
+// the boolean signals (bits of `signals`: s.poolHeld, s.cpuStarvedPool, ...).
 class Summary {
   /** @param {Columns} cells */
   constructor(cells) {
@@ -124,57 +94,24 @@ class Summary {
     this.startup = false;
     /** @type {object[]} */
     this.hosts = NO_HOSTS;
-    /** @type {object[]|null} */
-    this.tails = null;
     /** @type {any} */
     this.pool = null;
+    this.cpu = new CpuFigures(cells, this.at + SUMMARY_FIGURES.length + POOL_CELLS);
     /** @type {number|undefined} */
     this.hostsSince = undefined;
     /** @type {any} */
     this.own = null;
-    this.poolHeld = false;
-    // The rules' per-interval gate tests worked out so far (gate()), for the limits in gateLim.
-    /** @type {object|null} */
-    this.gateLim = null;
-    this.gatesKnown = 0;
-    this.gates = 0;
+    // The interval's boolean signals, a bit each (lib/findings/signals.js).
+    this.signals = 0;
   }
 }
 defineColumns(Summary.prototype, SUMMARY_FIGURES);
-// Where cpu-starved's figures go (pool.js cpuFigures).
-Object.defineProperty(Summary.prototype, 'cpuAt', {
-  get() {
-    return this.at + SUMMARY_FIGURES.length + POOL_CELLS;
-  },
-});
+defineSignals(Summary.prototype);
 
 function cpuShare(eventloop) {
   if (!eventloop || typeof eventloop.mainThreadCpuSeconds !== 'number' || typeof eventloop.mainThreadWaitSeconds !== 'number') return null;
   const runnable = eventloop.mainThreadCpuSeconds + eventloop.mainThreadWaitSeconds;
   return runnable > 0 ? eventloop.mainThreadCpuSeconds / runnable : null;
-}
-
-/**
- * The longest block of an interval, less the time the main thread waited for a CPU (an
- * overloaded host is not the app's block); 0 below the limits. Where the thread's wait is known
- * (Linux), the lateness less all the interval's wait; else scaled by the interval's CPU share.
- * @param {object} s an interval summary
- * @param {Readonly<Record<string, number>>} lim the limits (eventLoopBlockedS, eventLoopP99S)
- * @returns {number} seconds
- */
-function blockedInInterval(s, lim) {
-  if (s.startup) return 0;
-  let max;
-  let p99;
-  if (typeof s.loopBlockedOnCpu === 'number') {
-    max = s.loopBlockedOnCpu;
-    p99 = Math.min(s.delayP99 || 0, s.loopBlockedOnCpu);
-  } else {
-    const share = s.loopCpuShare === null || s.loopCpuShare === undefined ? 1 : s.loopCpuShare;
-    max = (s.delayMax || 0) * share;
-    p99 = (s.delayP99 || 0) * share;
-  }
-  return max >= lim.eventLoopBlockedS || p99 >= lim.eventLoopP99S ? max : 0;
 }
 
 /**
@@ -217,4 +154,4 @@ function topHosts(window, pick) {
   return aggregate(window, pick).map((h) => ({ name: h.name, lookups: h.value }));
 }
 
-module.exports = { summarize, windowColumns, blockedInInterval, windowSeconds, aggregate, topHosts, gate, GATES };
+module.exports = { summarizeInterval, windowColumns, windowSeconds, aggregate, topHosts };

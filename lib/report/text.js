@@ -1,15 +1,13 @@
 'use strict';
 
 const { findPoint } = require('../snapshot/snapshot');
-const { poolCpuWaitShare } = require('../findings/cpu');
-const { typeName } = require('../findings/found/pool');
-const { otherPoolWork, RULES: POOL_WORK_RULES } = require('./other-pool-work');
-const CPU_STARVED = require('../findings/rules/cpu-starved');
+const { typeName } = require('../findings/job-types');
+const { otherPoolWork, poolThreadWords, TYPE_NAMES } = require('./pool-words');
 const { ms, round } = require('../core/format');
 
 /**
  * A snapshot as text for people: the figures, then the findings, costliest first.
- * @param {{ time: number, points: readonly object[], findings?: readonly object[], details?: any, pid?: number, processes?: readonly any[] }} snapshot
+ * @param {{ time: number, points: readonly object[], findings?: readonly object[], details?: any, signals?: any, pid?: number, processes?: readonly any[] }} snapshot
  * @returns {string}
  */
 function formatReport(snapshot) {
@@ -34,7 +32,7 @@ function formatReport(snapshot) {
     .sort((a, b) => b.recentLookups * b.mean - a.recentLookups * a.mean);
   const onThread = poolThreadText(snapshot);
   // Other work that held the pool: lookups with a DNS slot waited for a thread behind it.
-  const heldBy = otherPoolWork(snapshot.details && snapshot.details.threadpool, max, POOL_WORK_RULES);
+  const heldBy = otherPoolWork(snapshot.details && snapshot.details.threadpool, snapshot.signals, TYPE_NAMES);
   if (hosts.length) lines.push(`dns lookups (last interval: mean = waiting for a DNS slot + ${onThread ? 'on a pool thread' : 'resolving'}${heldBy ? ' or waiting for a thread held by other work' : ''}; recent: p50, p99, standard deviation):`);
   for (const h of hosts.slice(0, MAX_HOSTS)) {
     const split = h.lookups > 0
@@ -44,7 +42,7 @@ function formatReport(snapshot) {
   }
   if (hosts.length > MAX_HOSTS) lines.push(`  ... and ${hosts.length - MAX_HOSTS} more hostnames`);
   pushFindings(lines, snapshot.findings);
-  // The other processes served at the same endpoint (lib/endpoint/multiprocess.js).
+  // The other processes served at the same endpoint (lib/endpoint/multiprocess/).
   for (const p of Array.isArray(snapshot.processes) ? snapshot.processes : []) {
     lines.push(`pid ${p.pid}${p.workerId !== undefined ? ` (worker ${p.workerId})` : ''}, ${new Date(p.time).toISOString()}`);
     pushFindings(lines, p.findings);
@@ -56,20 +54,18 @@ const MAX_HOSTS = 10;
 
 /**
  * A lookup's time after its DNS slot is its time on a pool thread, which is the resolver's only
- * while that thread has a CPU: while pool threads wait for one (cpu-starved's per-interval test:
- * runnable threads at milliseconds per wait), how it is worded instead, else null ("resolving").
- * @param {{ details?: any, findings?: readonly any[] }} snapshot
+ * while that thread has a CPU: how it is worded while pool threads waited for one (the signal
+ * poolThreadsStarved, pool-words.js), or where the kernel does not tell how long they waited but
+ * cpu-starved fired; else null ("resolving").
+ * @param {{ signals?: any, findings?: readonly any[] }} snapshot
  * @returns {string|null}
  */
 function poolThreadText(snapshot) {
-  const busy = snapshot.details && snapshot.details.threadpool && snapshot.details.threadpool.busy;
-  const share = poolCpuWaitShare(busy);
-  const lim = CPU_STARVED.limits;
-  if (share !== null && busy.runnable >= lim.cpuStarvedThreads && (busy.meanWaitSeconds || 0) >= lim.cpuStarvedWaitS) {
-    return `on a pool thread, of which pool threads spent ${Math.round(share * 100)} % waiting for a CPU`;
-  }
-  const starved = (snapshot.findings || []).some((f) => f.id === CPU_STARVED.id);
-  if (share === null && starved) return 'on a pool thread (not all resolving: the process is short of CPU, see cpu-starved; how long pool threads waited for one is not known here)';
+  const words = poolThreadWords(snapshot.signals);
+  if (words) return words;
+  const known = snapshot.signals && typeof snapshot.signals.poolCpuWaitShare === 'number';
+  const starved = (snapshot.findings || []).some((f) => f.id === 'cpu-starved');
+  if (!known && starved) return 'on a pool thread (not all resolving: the process is short of CPU, see cpu-starved; how long pool threads waited for one is not known here)';
   return null;
 }
 

@@ -10,8 +10,12 @@
 // net is loaded only when a bracketed address is parsed (this runs in the preload; net costs ~2 ms).
 const isIP = (s) => require('net').isIP(s);
 
-const TRUE = Object.freeze(['1', 'true', 'yes', 'on']);
-const FALSE = Object.freeze(['0', 'false', 'no', 'off']);
+// The words parseBoolean reads, each true word paired with its false one.
+const TRUE = Object.freeze(['true', '1', 'yes', 'on']);
+const FALSE = Object.freeze(['false', '0', 'no', 'off']);
+
+/** What a boolean setting accepts, for its row's `accepted`: 'true/false, 1/0, yes/no, on/off'. */
+const BOOLEAN = TRUE.map((t, i) => `${t}/${FALSE[i]}`).join(', ');
 
 /** @param {readonly string[]} words */
 const quoted = (words) => words.map((w) => `'${w}'`).join(' | ');
@@ -224,7 +228,7 @@ function parseAutoOnOff(raw) {
 parseAutoOnOff.ts = "'auto' | 'on' | 'off'";
 
 module.exports = {
-  parseMatching, parseEither, parseAutoOnOff,
+  BOOLEAN, parseMatching, parseEither, parseAutoOnOff,
   parseBoolean, parseAutoBoolean, parseInteger, parseOneOf, parseList, parseHost, parseName, parseString,
   parseDogStatsdUrl, parseTags, parseObjectWith,
 };

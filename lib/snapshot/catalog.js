@@ -6,7 +6,7 @@
 // and, for counters, _total. Attribute names follow OpenTelemetry (dots), Prometheus labels replace
 // dots with underscores. A name is written once, in its source's declaration.
 
-const { SAMPLERS } = require('../sources');
+const { SOURCES } = require('../sources');
 const { metricDef } = require('../sources/metric-def');
 const { DNS_BUCKETS } = require('../sources/dns/metrics');
 const { QUEUE_WAIT_BUCKETS, JOB_DURATION_BUCKETS } = require('../sources/threadpool/metrics');
@@ -24,7 +24,7 @@ const AGENT_METRICS = Object.freeze([
 ]);
 
 /** Every source's metrics (lib/sources/index.js, in its order), then the agent's own. @type {readonly MetricDef[]} */
-const CATALOG = Object.freeze([...SAMPLERS.flatMap((s) => s.metrics), ...AGENT_METRICS]);
+const CATALOG = Object.freeze([...SOURCES.flatMap((s) => s.metrics), ...AGENT_METRICS]);
 
 const BY_NAME = new Map(CATALOG.map((m) => [m.name, m]));
 

@@ -15,7 +15,10 @@
  * @property {import('../sources/dns/sampler').DnsDetails} [dns]
  * @property {import('../sources/connections').ConnectionsDetails} [connections]
  * @property {{ mainThreadCpuSeconds: number|null, mainThreadWaitSeconds: number|null, blockedOnCpuMaxSeconds?: number|null, processCpuSeconds?: number|null }} [eventloop]
- *   seconds the main thread ran on a CPU and waited for one (Linux)
+ *   seconds in the interval: the main thread ran on a CPU and waited for one (Linux), the whole
+ *   process's CPU time (processCpuSeconds: per interval here, cumulative in details.cpu)
+ * @property {{ cpus: number, quotaCpus: number|null, affinityCpus: number, source: string, processCpuSeconds: number, throttling: object|null }} [cpu]
+ *   the CPU budget (lib/sources/cpu.js) and cumulative figures: processCpuSeconds since the process started
  * @property {ResolverDetails} [resolver]
  */
 
@@ -64,6 +67,23 @@
  * @property {readonly Point[]} points
  * @property {SnapshotDetails} details
  * @property {readonly Finding[]} findings
+ * @property {Signals|null} [signals] the latest interval's signals (null before the findings
+ *   engine's first sample; absent in snapshots of agents before them)
+ */
+
+/**
+ * snapshot.signals: each judgement about the latest interval, made once by the findings engine
+ * (lib/findings/signals.js) with its limits, for the text report, the page and other readers.
+ * @typedef {object} Signals
+ * @property {boolean} poolHeld no pool thread was free: the work probe waited poolWaitS beyond the loop's delay
+ * @property {number|null} poolWaitSeconds that wait (seconds, beyond the loop's delay), null without a reading
+ * @property {boolean} poolThreadsStarved pool threads waited for a CPU (Node 22+: runnable threads at milliseconds per wait)
+ * @property {number|null} poolCpuWaitShare the share of their runnable time pool threads waited for a CPU, where known
+ * @property {boolean} cpuStarvedPool pool threads starved while the app's threads wanted more CPUs than its budget
+ * @property {boolean} cpuStarvedLoop the main thread waited for a CPU most of the interval, the process using its budget
+ * @property {number} loopBlockedSeconds the loop's longest block beyond its wait for a CPU, 0 below the limits
+ * @property {boolean} loopRanLate the delay max or p99 crossed the limits (before the CPU wait is taken out)
+ * @property {number} callbackWaitSeconds the longest a callback waited for the busy loop (delay max x busy share)
  */
 
 /**

@@ -21,12 +21,12 @@ const METRICS = Object.freeze([
 
 /**
  * The CPU budget and, under a cgroup quota, its throttling counters.
- * @param {{ budget?: ReturnType<typeof import('../core/cpu-budget').createCpuBudget>, cpuUsage?: () => { user: number, system: number } }} [options]
+ * @param {{ budget?: ReturnType<typeof import('./cpu-budget').createCpuBudget>, cpuUsage?: () => { user: number, system: number } }} [options]
  *   budget: a reader over a fixture tree (tests); cpuUsage: process.cpuUsage by default
  */
 function createCpuSampler(options = {}) {
   // Loaded with the sampler, not with its declaration (the preload loads every declaration).
-  const reader = options.budget || require('../core/cpu-budget').createCpuBudget();
+  const reader = options.budget || require('./cpu-budget').createCpuBudget();
   const cpuUsage = options.cpuUsage || (() => process.cpuUsage());
   let latest = null;
   return {

@@ -17,7 +17,7 @@ const KEPT_VALUES = 2048;
  * a coarse firing's, the one-shot timer's, a mode switch's; ten a second at most while quiet.
  * Kept as they are, so exact, where a createHistogram() keeps 3 significant digits in a counts
  * array for 1 to 2^53 (45,056 counters, 352 KB) that each reset() writes whole (hdr_reset's
- * memset): that made 0.35 MB resident from the first sample on. Past `kept` values (a long
+ * memset), all of it resident from the first sample on. Past `kept` values (a long
  * interval) they move into such a histogram, which keeps any number of values in that size.
  */
 class LatenessValues {

@@ -99,9 +99,9 @@ class LoopTimer {
     this.#coarseMs = Math.max(this.#fineMs, options.coarseMs || COARSE_MS);
     this.#weight = Math.max(1, Math.round(this.#coarseMs / this.#fineMs));
     this.#adaptive = this.#coarseMs > this.#fineMs && loopCount(performance) !== null;
-    // One monitor for the timer's life, enabled while fine: Node 20 trips over a dropped one
-    // (see readsIdleTime in eventloop.js). Its libuv timer is unref'd (Node's
-    // IntervalHistogram::OnStart).
+    // One monitor for the timer's life, enabled while fine: a monitor created and dropped trips
+    // Node 20 in process._getActiveHandles() (an assertion in AsyncWrap::GetOwner). Its libuv
+    // timer is unref'd (Node's IntervalHistogram::OnStart).
     this.#native = monitorEventLoopDelay({ resolution: this.#fineMs });
     this.histogram = new LatenessUnion(this.#native, this.#fineMs * 1e6, new LatenessValues(), () => this.#resetNative());
     // Fine at first: startup is busy, and an interval as short as a process that ends at once

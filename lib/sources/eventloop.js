@@ -3,13 +3,9 @@
 const { Histogram } = require('../core/histogram');
 const { metricDef, RUNTIME, NO_ATTRIBUTES, attributesOf } = require('./metric-def');
 const { openSchedstat } = require('./schedstat');
-// eventloop-timer.js (timer mode's clock) loads when a sampler runs in timer mode: the default on
-// every Node (iteration mode is an explicit option, see EventLoopSampler).
 
 const RESOLUTION_MS = 10;
 const RESOLUTION_NS = RESOLUTION_MS * 1e6;
-// Iteration mode's histogram holds busy times up to an hour (longer ones count as an hour).
-const ITERATION_HIGHEST_NS = 3600e9;
 
 /** Upper bounds for event-loop delay (lateness of a 10 ms timer). */
 const EVENTLOOP_BUCKETS = Object.freeze([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
@@ -19,13 +15,13 @@ const MODE_ATTRIBUTES = attributesOf('nodejs.eventloop.delay.mode');
 /** @type {readonly import('./metric-def').MetricDef[]} */
 const METRICS = Object.freeze([
   metricDef('nodejs.eventloop.delay', 'histogram', 's', [],
-    'Event-loop delay. Mode timer (the default): how late a timer fired, every 10 ms while the loop is busy (a native timer, monitorEventLoopDelay), every 100 ms while it is quiet (then the longer of that and the time the loop was busy since the last firing, when it woke at most 8 times; a firing counts as 10 samples). Mode iteration (an option of the sampler, not the default): how long each loop iteration was busy (its callbacks, I/O ones included). See nodejs.eventloop.delay.mode; the two do not compare.',
+    'Event-loop delay: how late a timer fired, every 10 ms while the loop is busy (a native timer, monitorEventLoopDelay), every 100 ms while it is quiet (then the longer of that and the time the loop was busy since the last firing, when it woke at most 8 times; a firing counts as 10 samples).',
     EVENTLOOP_BUCKETS, {
       ...RUNTIME,
       intervalGauges: Object.freeze(['min', 'max', 'mean', 'p50', 'p90', 'p99'].map((s) => `nodejs.eventloop.delay.${s}`)),
     }),
   metricDef('nodejs.eventloop.delay.mode', 'gauge', '1', ['nodejs.eventloop.delay.mode'],
-    'How this process samples event-loop delay (always 1; the attribute says it): timer (the default: a timer\'s lateness, 10 ms while the loop is busy, 100 ms while it is quiet) or iteration (an option of the sampler: one sample per loop iteration, its busy time, check phase to check phase less the poll\'s wait).'),
+    'How this process samples event-loop delay (always 1; the attribute says it): timer, a timer\'s lateness, 10 ms while the loop is busy, 100 ms while it is quiet (the only mode this version has).'),
   metricDef('nodejs.eventloop.delay.min', 'gauge', 's', [], 'Smallest event-loop delay in the last sampling interval.', undefined, RUNTIME),
   metricDef('nodejs.eventloop.delay.max', 'gauge', 's', [], 'Largest event-loop delay in the last sampling interval.', undefined, RUNTIME),
   metricDef('nodejs.eventloop.delay.mean', 'gauge', 's', [], 'Mean event-loop delay in the last sampling interval.', undefined, RUNTIME),
@@ -43,42 +39,17 @@ const METRICS = Object.freeze([
 ]);
 
 /**
- * Whether iteration mode can run here: it reads libuv's idle time (performance.nodeTiming.idleTime,
- * Node 14.10+; Node configures the loop with UV_METRICS_IDLE_TIME at startup), and needs nothing
- * else. (Node's monitorEventLoopDelay({ samplePerIteration }) is not used: it misses the poll
- * phase. A monitor created and dropped trips Node 20 in process._getActiveHandles(), an assertion
- * in AsyncWrap::GetOwner: eventloop-timer.js keeps its one monitor for that reason.)
- * @param {import('perf_hooks').Performance} performance
- * @returns {boolean}
- */
-function readsIdleTime(performance) {
-  return Boolean(performance.nodeTiming) && typeof performance.nodeTiming.idleTime === 'number';
-}
-
-/**
- * Event-loop delay and utilization per sampling interval, plus a cumulative delay histogram, in
- * one of two modes (nodejs.eventloop.delay.mode says which; their figures do not compare):
- *
- * - timer (the default, every Node): how late a repeating timer fires
- *   (lib/sources/eventloop-timer.js), every 10 ms while the loop is busy (Node's
- *   monitorEventLoopDelay, a timer in C++) and every 100 ms while it is quiet (a JavaScript timer),
- *   where a firing also reads the time the loop was busy since the previous one, so a 100 ms
- *   block reads 100 ms in either, in any callback (timers, immediates, I/O and threadpool
- *   completions); an idle loop reads ~0 (prom-client's nodejs_eventloop_lag_* read the 10 ms
- *   period itself). Samples are spread evenly over time (a coarse firing counts as ten). Its work
- *   runs from timers, by the clock: nothing per loop iteration or per request.
- * - iteration (options.mode 'iteration' only; see #iterationTick): how long each loop iteration
- *   was busy, read in its check phase (the time since the previous check phase less libuv's idle
- *   time), so a 200 ms block reads 200 ms in any callback and blocks shorter than 10 ms are seen
- *   too; no timer of its own. Percentiles are over iterations, not over time. Not the default:
- *   the immediate it chains runs every loop iteration (an Immediate object, Node's
- *   processImmediate called from C++, two native ref toggles): on Node 24 under callgrind, ~9.7k
- *   instructions an I/O-driven iteration with V8's compilers and ~16k in the interpreter for the
- *   chain alone, so a hello server paid ~20k a request interpreted (bench/instructions.js), where
- *   prom-client pays nothing; and an app's async_hooks saw one Immediate resource an iteration.
- *   Node offers no cheaper JavaScript hook per iteration, and its native one
- *   (monitorEventLoopDelay({ samplePerIteration }), 24.19+, 26.5+) misses the poll phase's
- *   callbacks (see the constructor).
+ * Event-loop delay and utilization per sampling interval, plus a cumulative delay histogram: how
+ * late a repeating timer fires (lib/sources/eventloop-timer.js), every 10 ms while the loop is
+ * busy (Node's monitorEventLoopDelay, a timer in C++) and every 100 ms while it is quiet (a
+ * JavaScript timer), where a firing also reads the time the loop was busy since the previous one,
+ * so a 100 ms block reads 100 ms in either, in any callback (timers, immediates, I/O and
+ * threadpool completions); an idle loop reads ~0 (prom-client's nodejs_eventloop_lag_* read the
+ * 10 ms period itself). Samples are spread evenly over time (a coarse firing counts as ten). Its
+ * work runs from timers, by the clock: nothing per loop iteration or per request, so an app's
+ * async_hooks see no resource per iteration. (Not monitorEventLoopDelay({ samplePerIteration }):
+ * it counts the poll phase, where I/O callbacks run, only past the poll's timeout, so a 200 ms
+ * block in an fs.readFile callback reads 1 ms; IterationHistogram::CheckCB, src/histogram.cc.)
  *
  * The histogram buckets are filled from the HDR histogram by rank (see countAtMost), so they are
  * exact to its 3 significant digits, without a JavaScript timer of our own.
@@ -86,14 +57,14 @@ function readsIdleTime(performance) {
 class EventLoopSampler {
   /** Also the key of its details in snapshot.details. */
   name = 'eventloop';
-  /** @type {'iteration' | 'timer'} how it samples (see above) */
-  mode;
+  /** How it samples: nodejs.eventloop.delay.mode's attribute (timer, the only mode). */
+  mode = 'timer';
   /** @type {import('perf_hooks').Performance} */
   #performance;
-  /** @type {import('perf_hooks').RecordableHistogram} iteration mode's; timer mode's is its clock's union (same read interface) */
+  /** @type {ReturnType<typeof import('./eventloop-timer').createLoopTimer>} the clock */
+  #timer;
+  /** @type {import('perf_hooks').RecordableHistogram} the clock's lateness (its union of fine and coarse firings) */
   #monitor;
-  /** What a sample reads when nothing delayed the loop (ns): subtracted, so both modes read lateness. */
-  #offsetNs;
   /** @type {Histogram} */
   #histogram;
   /** @type {import('perf_hooks').EventLoopUtilization} */
@@ -107,83 +78,29 @@ class EventLoopSampler {
   // The interval's longest lateness (seconds), as sample() read it; with the thread's wait for a
   // CPU it tells a loop the app blocked from one whose thread waited for a CPU (details()).
   #intervalLate = 0;
-  /** @type {ReturnType<typeof import('./eventloop-timer').createLoopTimer> | null} timer mode's clock */
-  #timer = null;
-  // Iteration mode's clock (see #iterationTick): the last reading's performance.now() and libuv
-  // idle time (ms; -1 before the first), the pending immediate, whether closed.
-  #lastCheck = -1;
-  #lastIdle = 0;
-  /** @type {NodeJS.Immediate | null} */
-  #immediate = null;
-  #closed = false;
-  #onCheck = () => this.#iterationTick();
 
   /**
    * @param {object} options
-   * @param {number} [options.resolutionMs] timer mode's period while the loop is busy (10)
-   * @param {number} [options.coarseMs] timer mode's period while it is quiet (100; equal to
-   *   resolutionMs: always the busy period)
-   * @param {'auto'|'timer'|'iteration'} [options.mode] auto (the default) and timer: timer mode;
-   *   iteration: iteration mode where Node reads libuv's idle time (every supported Node), else timer
+   * @param {number} [options.resolutionMs] the period while the loop is busy (10)
+   * @param {number} [options.coarseMs] the period while it is quiet (100; equal to resolutionMs:
+   *   always the busy period)
    */
   constructor(options) {
-    // perf_hooks loads with the sampler, not with its declaration (it would cost the preload).
-    const { createHistogram, performance } = require('perf_hooks');
+    // perf_hooks and the clock load with the sampler, not with its declaration (the preload).
+    const { performance } = require('perf_hooks');
+    const { createLoopTimer, COARSE_MS } = require('./eventloop-timer');
     this.#performance = performance;
-    const resolutionMs = options.resolutionMs || RESOLUTION_MS;
-    const mode = options.mode === 'iteration' && readsIdleTime(performance) ? 'iteration' : 'timer';
-    this.mode = mode;
-    // Timer mode's histogram reads lateness (its native monitor's period is subtracted there);
-    // iteration mode records durations: nothing to subtract.
-    this.#offsetNs = 0;
-    if (mode === 'timer') {
-      const { createLoopTimer, COARSE_MS } = require('./eventloop-timer');
-      this.#timer = createLoopTimer({ fineMs: resolutionMs, coarseMs: options.coarseMs || COARSE_MS });
-      this.#monitor = /** @type {any} */ (this.#timer.histogram);
-    } else {
-      // Not Node's monitorEventLoopDelay({ samplePerIteration }): it records the time from one
-      // check phase to the next prepare phase and of the poll phase only what ran past the
-      // poll's timeout (IterationHistogram::CheckCB, src/histogram.cc), so a callback the poll
-      // phase runs (all I/O: sockets, and threadpool completions, fs, dns.lookup, crypto, through
-      // libuv's async handle) is unseen unless a timer was due in it: a 200 ms block in an
-      // fs.readFile callback read 1 ms on Node 24.21 and 26.12. Here each iteration's busy time
-      // is read in its check phase: the time since the previous check phase less libuv's idle
-      // time in between (its poll's wait), in an unref'd immediate that queues the next one (no
-      // idle handle: the loop still sleeps in its poll, and nothing runs while it does).
-      // 1 us to 1 h at 3 digits: 188 KB of counts (Node's iteration histogram, 1 ns to 2^63, had 442).
-      this.#monitor = createHistogram({ lowest: 1000, highest: ITERATION_HIGHEST_NS });
-      this.#immediate = setImmediate(this.#onCheck);
-      this.#immediate.unref();
-    }
+    this.#timer = createLoopTimer({ fineMs: options.resolutionMs || RESOLUTION_MS, coarseMs: options.coarseMs || COARSE_MS });
+    this.#monitor = /** @type {any} */ (this.#timer.histogram);
     this.#histogram = new Histogram(EVENTLOOP_BUCKETS);
     this.#lastElu = performance.eventLoopUtilization();
     this.#sched = openSchedstat();
     this.#lastSched = this.#sched ? this.#sched.read() : null;
   }
 
-  /**
-   * Iteration mode, once per loop iteration in its check phase: records the iteration's busy time
-   * (ns, at least 1). The first reading only starts the clock: from a preload or top-level code the
-   * time since the sampler began holds the app's startup, which is no iteration.
-   */
-  #iterationTick() {
-    const now = this.#performance.now();
-    const idle = this.#performance.nodeTiming.idleTime;
-    if (this.#lastCheck >= 0) {
-      const ns = Math.round((now - this.#lastCheck - (idle - this.#lastIdle)) * 1e6);
-      // (NaN, were idleTime ever missing, records 1: record() would throw into the app.)
-      this.#monitor.record(ns >= 1 ? (ns < ITERATION_HIGHEST_NS ? ns : ITERATION_HIGHEST_NS) : 1);
-    }
-    this.#lastCheck = now;
-    this.#lastIdle = idle;
-    if (this.#closed) return;
-    this.#immediate = setImmediate(this.#onCheck);
-    this.#immediate.unref();
-  }
-
-  /** Timer mode: the timer's current period in milliseconds (10 busy, 100 quiet); null in iteration mode. */
+  /** The timer's current period in milliseconds (10 busy, 100 quiet). */
   get timerPeriodMs() {
-    return this.#timer ? this.#timer.periodMs : null;
+    return this.#timer.periodMs;
   }
 
   /** @returns {import('./index').RawPoint[]} */
@@ -214,27 +131,25 @@ class EventLoopSampler {
 
   /**
    * The interval's delay gauges into `out`, its samples into the histogram; then the monitor is
-   * reset (timer mode records the interval that spans the reset itself, iteration mode records an
-   * iteration at its end: nothing is lost at a reset).
+   * reset (the clock records the interval that spans the reset itself: nothing is lost).
    * @param {import('./index').RawPoint[]} out
    */
   #sampleDelay(out) {
     const monitor = this.#monitor;
-    const offsetNs = this.#offsetNs;
     const n = monitor.count;
-    this.#intervalLate = n > 0 ? lateness(monitor.max, offsetNs) : 0;
+    this.#intervalLate = n > 0 ? seconds(monitor.max) : 0;
     if (n === 0) return;
     // Each of the histogram's statistics is a native walk over its buckets: mean is read once.
     const mean = monitor.mean;
     out.push(
-      { name: 'nodejs.eventloop.delay.min', attributes: NO_ATTRIBUTES, value: lateness(monitor.min, offsetNs) },
+      { name: 'nodejs.eventloop.delay.min', attributes: NO_ATTRIBUTES, value: seconds(monitor.min) },
       { name: 'nodejs.eventloop.delay.max', attributes: NO_ATTRIBUTES, value: this.#intervalLate },
-      { name: 'nodejs.eventloop.delay.mean', attributes: NO_ATTRIBUTES, value: lateness(mean, offsetNs) },
-      { name: 'nodejs.eventloop.delay.p50', attributes: NO_ATTRIBUTES, value: lateness(monitor.percentile(50), offsetNs) },
-      { name: 'nodejs.eventloop.delay.p90', attributes: NO_ATTRIBUTES, value: lateness(monitor.percentile(90), offsetNs) },
-      { name: 'nodejs.eventloop.delay.p99', attributes: NO_ATTRIBUTES, value: lateness(monitor.percentile(99), offsetNs) },
+      { name: 'nodejs.eventloop.delay.mean', attributes: NO_ATTRIBUTES, value: seconds(mean) },
+      { name: 'nodejs.eventloop.delay.p50', attributes: NO_ATTRIBUTES, value: seconds(monitor.percentile(50)) },
+      { name: 'nodejs.eventloop.delay.p90', attributes: NO_ATTRIBUTES, value: seconds(monitor.percentile(90)) },
+      { name: 'nodejs.eventloop.delay.p99', attributes: NO_ATTRIBUTES, value: seconds(monitor.percentile(99)) },
     );
-    addToBuckets(this.#histogram, monitor, n, offsetNs, mean);
+    addToBuckets(this.#histogram, monitor, n, mean);
     monitor.reset();
   }
 
@@ -268,12 +183,9 @@ class EventLoopSampler {
     this.#intervalLate = 0;
   }
 
-  /** Stops the monitor (or timer mode's timer), closes the schedstat file. */
+  /** Stops the clock, closes the schedstat file. */
   close() {
-    this.#closed = true;
-    if (this.#timer) this.#timer.close();
-    if (this.#immediate) clearImmediate(this.#immediate);
-    this.#immediate = null;
+    this.#timer.close();
     if (this.#sched) this.#sched.close();
   }
 }
@@ -281,9 +193,8 @@ class EventLoopSampler {
 /**
  * The event-loop sampler (see EventLoopSampler); it starts monitoring at once.
  * @param {object} [options]
- * @param {number} [options.resolutionMs] timer mode's period while the loop is busy
- * @param {number} [options.coarseMs] timer mode's period while it is quiet
- * @param {'auto'|'timer'|'iteration'} [options.mode] auto (the default): timer; iteration on request
+ * @param {number} [options.resolutionMs] the period while the loop is busy
+ * @param {number} [options.coarseMs] the period while it is quiet
  * @returns {EventLoopSampler}
  */
 function createEventLoopSampler(options = {}) {
@@ -295,9 +206,9 @@ function cpuSeconds(usage) {
   return (usage.user + usage.system) / 1e6;
 }
 
-/** A monitor's value (ns) as lateness in seconds: less what an undelayed loop reads. */
-function lateness(ns, offsetNs) {
-  return Math.max(0, ns - offsetNs) / 1e9;
+/** A monitor's lateness (ns) in seconds, never below 0. */
+function seconds(ns) {
+  return Math.max(0, ns) / 1e9;
 }
 
 /**
@@ -313,24 +224,24 @@ function uvMetrics(performance) {
 }
 
 /**
- * Move one interval's samples from the HDR histogram into the explicit buckets.
+ * Move one interval's samples (lateness, ns) from the HDR histogram into the explicit buckets.
  * The sum is count x mean, which is exact.
  */
-function addToBuckets(histogram, monitor, n, resolutionNs, mean = monitor.mean) {
+function addToBuckets(histogram, monitor, n, mean = monitor.mean) {
   // Bounds at or above the largest value hold every sample, bounds below the smallest none: no
   // search for those (an idle interval needs one native call, not ~90; a tenth of a sample's CPU).
   const max = monitor.max;
   const min = monitor.min;
   let below = 0;
   for (let i = 0; i < histogram.bounds.length; i++) {
-    const limit = histogram.bounds[i] * 1e9 + resolutionNs;
+    const limit = histogram.bounds[i] * 1e9;
     const atMost = limit >= max ? n : limit < min ? below : countAtMost(monitor, n, limit, below);
     histogram.counts[i] += atMost - below;
     below = atMost;
   }
   histogram.counts[histogram.bounds.length] += n - below;
   histogram.count += n;
-  histogram.sum += (n * Math.max(0, mean - resolutionNs)) / 1e9;
+  histogram.sum += (n * Math.max(0, mean)) / 1e9;
   histogram.frozen = null; // its cached snapshot (lib/core/histogram.js) is stale now
 }
 
@@ -358,4 +269,4 @@ const source = Object.freeze({
   create: () => createEventLoopSampler(),
 });
 
-module.exports = { source, EVENTLOOP_BUCKETS, createEventLoopSampler, readsIdleTime, RESOLUTION_MS, RESOLUTION_NS, _internal: { addToBuckets, countAtMost } };
+module.exports = { source, EVENTLOOP_BUCKETS, createEventLoopSampler, RESOLUTION_MS, RESOLUTION_NS, _internal: { addToBuckets, countAtMost } };

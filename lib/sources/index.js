@@ -86,15 +86,16 @@ function later(name, load) {
  * through later().
  * @type {readonly Source[]}
  */
-const SAMPLERS = Object.freeze([
+const SOURCES = Object.freeze([
   later('resources', () => require('./resources')),
   require('./threadpool').source,
   later('eventloop', () => require('./eventloop')),
   require('./blockers').source,
   require('./dns').source,
   require('./connections').source,
+  require('./listen').source,
   later('memory', () => require('./memory')),
   later('cpu', () => require('./cpu')),
 ]);
 
-module.exports = { SAMPLERS, later };
+module.exports = { SOURCES, later };

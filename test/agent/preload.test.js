@@ -8,7 +8,7 @@ const assert = require('assert');
 const fs = require('fs');
 const path = require('path');
 const { ROOT, REGISTER, runNode, lastJson } = require('../helpers/child');
-const { SAMPLERS } = require('../../lib/sources');
+const { SOURCES } = require('../../lib/sources');
 
 // Printed on exit by the app: uvscope's files in require.cache, relative to the repository, and
 // whether each came through the preload's loader (an own `require` on its module object).
@@ -225,7 +225,7 @@ describe('the preload loads only what must precede the app\'s first line', funct
       assert.equal(source.name, name);
       assert.ok(!source.early, `${name} is early: list it by its source`);
       assert.deepEqual(source.settings, [], `${name} reads settings: list it by its source`);
-      const entry = SAMPLERS.find((s) => s.name === name);
+      const entry = SOURCES.find((s) => s.name === name);
       assert.strictEqual(entry.metrics, source.metrics);
       assert.equal(entry.early, false);
     }

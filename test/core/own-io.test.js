@@ -34,3 +34,39 @@ describe('own-io: the agent\'s own lookup and agents', () => {
     agent.destroy();
   });
 });
+
+describe('own-io: withoutTracing keeps uvscope\'s own I/O out of the app\'s traces', () => {
+  const { withoutTracing } = require('../../lib/core/own-io');
+  const api = require('@opentelemetry/api');
+  const { isTracingSuppressed } = require('@opentelemetry/core');
+  const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks');
+
+  it('with no OpenTelemetry context manager registered: runs fn as is, its result and its exceptions its own', () => {
+    assert.equal(withoutTracing(() => 42), 42);
+    assert.throws(() => withoutTracing(() => {
+      throw new Error('own');
+    }), /own/);
+  });
+
+  describe('with the app\'s context manager registered', () => {
+    before(() => api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable()));
+    after(() => api.context.disable());
+
+    it('fn and what it starts run with tracing suppressed (what the SDK\'s tracers check); the app\'s context before and after is untouched', async () => {
+      const seen = {};
+      const key = api.createContextKey('app');
+      await api.context.with(api.context.active().setValue(key, 'app'), async () => {
+        seen.before = isTracingSuppressed(api.context.active());
+        const later = withoutTracing(() => {
+          seen.inside = isTracingSuppressed(api.context.active());
+          seen.appValue = api.context.active().getValue(key);
+          return new Promise((resolve) => setImmediate(() => resolve(isTracingSuppressed(api.context.active()))));
+        });
+        seen.after = isTracingSuppressed(api.context.active());
+        seen.callback = await later;
+      });
+      assert.deepEqual(seen, { before: false, inside: true, appValue: 'app', after: false, callback: true });
+      assert.equal(withoutTracing(() => 'result'), 'result');
+    });
+  });
+});

@@ -146,3 +146,35 @@ describe('the incident lab (examples/incidents)', function () {
     }
   });
 });
+
+describe('the incident lab: acceptq, in a network namespace of its own', function () {
+  this.timeout(120000);
+  before(function () {
+    const s = require('../../examples/incidents/netns').netnsSupport();
+    if (s.ok) return;
+    if (process.env.CI) throw new Error(`a network namespace of the test's own is required in CI (CI=${process.env.CI}): ${s.reason}`);
+    console.warn(`[uvscope tests] skipping the acceptq incident: ${s.reason}`);
+    this.skip();
+  });
+
+  it('acceptq: a 1.5 s block while 1,500 clients connect on the default backlog: listen-queue-overflow with the kernel\'s count, the full queue and the block as its cause', async () => {
+    const r = await require('../../examples/incidents/acceptq').run({ ...quiet, clients: 1500, rounds: 2 });
+    const f = r.snapshot.findings.find((x) => x.id === 'listen-queue-overflow');
+    assert.ok(f, r.findings.join());
+    // Ground truth: the namespace's counter, read by the driver before and after, counts only the lab's traffic.
+    assert.ok(r.kernel.overflows > 0);
+    assert.equal(f.evidence.overflows, r.kernel.overflows);
+    // The queue uvscope read right after the block: full, 511 + 1, as the driver filled it.
+    assert.deepEqual(f.evidence.port, { address: '127.0.0.1', port: r.port, peakQueue: 512, limit: 511, seenFull: true });
+    assert.equal(f.evidence.cause, 'blocked');
+    assert.ok(f.evidence.maxBlockedSeconds >= 1.4, `${f.evidence.maxBlockedSeconds}`);
+    // The clients' own timings: at most the queue's 512 per round were answered without a retransmit.
+    assert.equal(r.clients.answered, 3000);
+    assert.ok(r.clients.fast <= 2 * 512, `${r.clients.fast} fast`);
+    assert.ok(r.clients.slow >= 3000 - 2 * 512, `${r.clients.slow} slow`);
+    // ...and every client past the queue's 512 a round had its SYN dropped once at least
+    assert.ok(f.evidence.overflows >= 3000 - 2 * 512, `${f.evidence.overflows} drops`);
+    assert.ok(r.findings.includes('eventloop-blocked'), r.findings.join());
+    assert.equal(f.impact.requests, r.kernel.overflows);
+  });
+});

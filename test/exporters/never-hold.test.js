@@ -1,6 +1,6 @@
 'use strict';
 
-// The exporters never hold the process (issue 11): an app whose work has ended exits promptly with
+// The exporters never hold the process: an app whose work has ended exits promptly with
 // every exporter, whatever the collector does, and the last interval still leaves when the
 // collector is up. The app prints when its work ended; the test times the exit from there.
 

@@ -81,9 +81,11 @@ describe('exporters/prometheus', function () {
     if (lib === '@prometheus-io/client' && Number(process.versions.node.split('.')[0]) < 22) {
       this.skip(); // @prometheus-io/client 0.16 declares node ^22 || ^24 || >=26
     }
+    // @prometheus-io/client is installed in peers/ (Node 22+), not at the root.
+    const resolved = lib === 'prom-client' ? lib : require.resolve(lib, { paths: [path.join(ROOT, 'peers')] });
     const port = await freePort();
     const r = await runNode(['-e', `
-      const client = require('${lib}');
+      const client = require(${JSON.stringify(resolved)});
       const registry = new client.Registry();
       client.collectDefaultMetrics({ register: registry });
       const uvscope = require(${JSON.stringify(ROOT)});

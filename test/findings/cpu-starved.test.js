@@ -129,7 +129,7 @@ describe('cpu-starved on figures the test sets (lib/findings/rules/cpu-starved.j
   });
 });
 
-describe('the DNS split while the app is CPU starved (dns-tail-latency, dns-resolver-timeout, the text report)', () => {
+describe('the DNS split while the app is CPU starved (dns-tail-latency, dns-resolver-timeout, the text report from the signals)', () => {
   // A host whose p99 is 150 ms over a 3 ms median, whose slowest lookups did not wait for a slot:
   // alone, dns-tail-latency puts the tail at the resolver.
   const tailHost = host('api.test', {
@@ -154,7 +154,14 @@ describe('the DNS split while the app is CPU starved (dns-tail-latency, dns-reso
 
   it('the text report does not call a lookup\'s time on a starved pool thread "resolving"', () => {
     const h = host('localhost', { lookups: 4, seconds: 0.192, queueWaitSeconds: 0, resolveSeconds: 0.192, recentLookups: 4, p50: 0.048, p99: 0.05, stddev: 0.001, mean: 0.048 });
-    const snap = (busy) => ({ time: 0, points: sample().points, findings: [], details: { dns: { hosts: [h] }, threadpool: { busy } } });
+    // The snapshot as the agent builds it: the engine's signals of the interval with it.
+    const snap = (busy) => {
+      const engine = createFindingsEngine({ intervalMs: INTERVAL_MS, startTime: 0 });
+      for (const time of [1000, 2000]) engine.evaluate({ ...sample({ busy, budget: 1 }), time });
+      return { time: 0, points: sample().points, findings: [], details: { dns: { hosts: [h] }, threadpool: { busy } }, signals: engine.signals() };
+    };
+    assert.equal(snap(STARVED_POOL).signals.poolThreadsStarved, true);
+    assert.equal(snap({ ...STARVED_POOL, runnable: 0.01 }).signals.poolThreadsStarved, false);
     // 2.8 of the 3.7 runnable thread-seconds waiting: 76 %
     assert.match(formatReport(snap(STARVED_POOL)), /localhost: 4 lookups, 48 ms = 0\.0 ms waiting for a DNS slot \+ 48 ms on a pool thread, of which pool threads spent 76 % waiting for a CPU/);
     assert.doesNotMatch(formatReport(snap(STARVED_POOL)), /resolving/);

@@ -52,7 +52,7 @@ describe('findings: cpu-throttled under a real CPU quota', function () {
 describe('findings: advice that counts CPUs counts the budget', () => {
   const os = require('os');
   const { availableCores } = require('../../lib/findings/cpu');
-  const { summarize } = require('../../lib/findings/window');
+  const { summarizeInterval } = require('../../lib/findings/window');
 
   it('pools are sized to process.cpu.budget (whole CPUs, at least 1), the host\'s CPUs only without one', () => {
     assert.equal(availableCores(0.5), 1);
@@ -63,7 +63,7 @@ describe('findings: advice that counts CPUs counts the budget', () => {
 
   it('the window\'s summary carries the snapshot\'s budget, which threadpool-saturated reads', () => {
     const points = [{ name: 'process.cpu.budget', attributes: { 'process.cpu.budget.source': 'cgroup-v1' }, value: 0.5 }];
-    assert.equal(summarize({ time: 2000, points, details: {} }, null, 1000).cpuBudget, 0.5);
-    assert.equal(summarize({ time: 2000, points: [], details: {} }, null, 1000).cpuBudget, undefined);
+    assert.equal(summarizeInterval({ time: 2000, points, details: {} }, null, 1000).cpuBudget, 0.5);
+    assert.equal(summarizeInterval({ time: 2000, points: [], details: {} }, null, 1000).cpuBudget, undefined);
   });
 });

@@ -7,8 +7,9 @@
 
 const assert = require('node:assert/strict');
 const { summarizePool, poolWait, probeWait } = require('../../lib/findings/pool');
-const { cpuStarved } = require('../../lib/findings/cpu');
-const { windowColumns } = require('../../lib/findings/window');
+const { windowColumns, summarizeInterval } = require('../../lib/findings/window');
+const { deriveSignals } = require('../../lib/findings/signals');
+const { LIMITS } = require('../../lib/findings/engine');
 
 const pendingPoints = (counts) => Object.entries(counts).map(([kind, value]) => ({ name: 'nodejs.uv.threadpool.pending', attributes: { 'nodejs.uv.threadpool.kind': kind }, value }));
 const sample = (counts, tracer) => ({ time: 0, points: pendingPoints(counts), details: { threadpool: { size: 4, dnsSlots: 2, tracer } } });
@@ -87,17 +88,31 @@ describe('findings/pool: an interval\'s pool figures', () => {
     assert.deepEqual(Object.keys(pool), keys);
   });
 
-  it('gates on the same figures as the plain objects the rules were written for (poolWait, cpuStarved)', () => {
-    const lim = { cpuStarvedBudgetShare: 0.6, cpuStarvedDemandMargin: 0.5, cpuStarvedDemandAlone: 1.5, cpuStarvedThreads: 0.5, cpuStarvedWaitS: 0.001, cpuStarvedLoopShare: 0.3, cpuStarvedLoopRatio: 2 };
+  it('the signals read the cells: poolWait and poolHeld beyond the loop\'s delay, cpuStarvedPool from the busy threads against the budget', () => {
     const busy = { available: true, threads: 4, computing: 1.5, runnable: 2, schedulings: 300, meanWaitSeconds: 0.004 };
-    const kept = summarizePool(threadpoolSample(busy), null, 1, null, windowColumns(1), 14);
-    const plain = { work: { wait: 0.25, stuck: false }, dns: { wait: 0.5, stuck: true }, busy: { ...busy } };
-    const own = { 'cpu-starved': { mainCpu: 0.4, mainWait: 0.1, processCpu: 1.9, utilization: 0.9, budget: 2, budgetFrom: 'metric' } };
-    for (const delayMax of [0, 0.1, 0.6]) {
-      assert.equal(poolWait({ pool: kept, seconds: 1, delayMax }), poolWait({ pool: plain, seconds: 1, delayMax }));
+    const eventloop = { mainThreadCpuSeconds: 0.4, mainThreadWaitSeconds: 0.1, processCpuSeconds: 1.9 };
+    const interval = (budget, delayMax) => {
+      const sample = threadpoolSample(busy);
+      sample.details.eventloop = eventloop;
+      sample.points = [{ name: 'process.cpu.budget', attributes: {}, value: budget }, { name: 'nodejs.eventloop.delay.max', attributes: {}, value: delayMax }];
+      const s = summarizeInterval(sample, { time: 0, points: [] }, 0);
+      deriveSignals(s, LIMITS);
+      return s;
+    };
+    // the work probe waited 0.25 s: less the loop's delay, held from 50 ms
+    for (const [delayMax, wait, held] of [[0, 0.25, true], [0.1, 0.15, true], [0.21, 0.04, false]]) {
+      const s = interval(2, delayMax);
+      assert.ok(Math.abs(poolWait(s) - wait) < 1e-12, `delay ${delayMax}: ${poolWait(s)}`);
+      assert.equal(s.poolHeld, held);
     }
-    assert.deepEqual(cpuStarved({ pool: kept, own, seconds: 1 }, lim), cpuStarved({ pool: plain, own, seconds: 1 }, lim));
-    assert.deepEqual(cpuStarved({ pool: kept, own, seconds: 1 }, lim), { pool: true, loop: false });
+    // 2 threads waiting at 4 ms a wait: starved; the app's threads want 1.5 + 2 + (0.4 + 0.1) CPUs,
+    // 2 over a budget of 2 (more than the 0.5 margin), none over a budget of 4
+    assert.equal(interval(2, 0).poolThreadsStarved, true);
+    assert.equal(interval(2, 0).cpuStarvedPool, true);
+    assert.equal(interval(4, 0).poolThreadsStarved, true);
+    assert.equal(interval(4, 0).cpuStarvedPool, false);
+    // the main thread waited 0.1 s of 1: not the loop
+    assert.equal(interval(2, 0).cpuStarvedLoop, false);
   });
 });
 

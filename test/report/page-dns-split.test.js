@@ -1,8 +1,8 @@
 'use strict';
 
-// The page's DNS split (lib/report/page/page.html) while pool threads wait for a CPU, in a real
-// browser: a lookup's time after its DNS slot is not called resolving then (as in
-// lib/report/text.js), and is when they do not.
+// The page's DNS split (lib/report/page/page.html) while pool threads wait for a CPU (the
+// snapshot's signal poolThreadsStarved), in a real browser: a lookup's time after its DNS slot is
+// not called resolving then (as in lib/report/text.js), and is when they do not.
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -10,6 +10,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { useBrowser } = require('../helpers/browser');
 const { staticReport } = require('../../lib/report/page');
+const { createFindingsEngine } = require('../../lib/findings/engine');
 
 // The issue's figures: 0.9 pool threads computing and 2.8 waiting for a CPU at 5 ms per wait.
 const STARVED = Object.freeze({ available: true, threads: 4, computing: 0.9, runnable: 2.8, schedulings: 560, meanWaitSeconds: 0.005 });
@@ -30,7 +31,11 @@ describe('the page\'s DNS split while pool threads wait for a CPU (lib/report/pa
   });
 
   async function splitTitle(busy) {
-    const snapshot = { time: Date.now(), pid: 1, points: [], findings: [], details: { dns: { inFlight: 0, hosts: [LOCALHOST] }, threadpool: { size: 4, dnsSlots: 2, pending: {}, probes: {}, busy } } };
+    const details = { dns: { inFlight: 0, hosts: [LOCALHOST] }, threadpool: { size: 4, dnsSlots: 2, pending: {}, probes: {}, busy } };
+    // The signals as the agent's engine makes them of the interval (the page judges nothing).
+    const engine = createFindingsEngine({ intervalMs: 1000, startTime: 0 });
+    for (const time of [1000, 2000]) engine.evaluate({ time, points: [], details });
+    const snapshot = { time: Date.now(), pid: 1, points: [], findings: [], details, signals: engine.signals() };
     const file = path.join(dir, `r${Math.random().toString(36).slice(2)}.html`);
     fs.writeFileSync(file, staticReport({ snapshot }));
     const { page, errors } = await browser.open();

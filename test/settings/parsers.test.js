@@ -10,6 +10,15 @@ describe('settings/parsers: one parser per type', () => {
     for (const s of ['', 'y', '2', 'enabled', null]) assert.equal(p.parseBoolean(s), undefined, String(s));
   });
 
+  it('BOOLEAN, what a boolean row says it accepts, names the words parseBoolean reads, true/false in pairs', () => {
+    assert.equal(p.BOOLEAN, 'true/false, 1/0, yes/no, on/off');
+    for (const pair of p.BOOLEAN.split(', ')) {
+      const [t, f] = pair.split('/');
+      assert.equal(p.parseBoolean(t), true, t);
+      assert.equal(p.parseBoolean(f), false, f);
+    }
+  });
+
   it('auto or a boolean', () => {
     assert.equal(p.parseAutoBoolean(' Auto '), 'auto');
     assert.equal(p.parseAutoBoolean('yes'), true);

@@ -2,11 +2,11 @@
 
 const assert = require('node:assert/strict');
 const { CATALOG, metric, DNS_BUCKETS, QUEUE_WAIT_BUCKETS, JOB_DURATION_BUCKETS, EVENTLOOP_BUCKETS, CONNECT_BUCKETS, GC_BUCKETS } = require('../../lib/snapshot/catalog');
-const { SAMPLERS } = require('../../lib/sources');
+const { SOURCES } = require('../../lib/sources');
 
 describe('catalog: assembled from what each source declares', () => {
   it('every source\'s metrics, in the order of lib/sources/index.js, then the agent\'s own', () => {
-    const fromSources = SAMPLERS.flatMap((s) => s.metrics.map((m) => m.name));
+    const fromSources = SOURCES.flatMap((s) => s.metrics.map((m) => m.name));
     assert.deepEqual(CATALOG.map((m) => m.name), [...fromSources, 'uvscope.errors']);
     assert.equal(new Set(CATALOG.map((m) => m.name)).size, CATALOG.length, 'a name is declared once');
   });
@@ -23,7 +23,7 @@ describe('catalog: assembled from what each source declares', () => {
   });
 
   it('each source declares its name, settings, metrics and create()', () => {
-    for (const s of SAMPLERS) {
+    for (const s of SOURCES) {
       assert.equal(typeof s.name, 'string');
       assert.ok(Array.isArray(s.settings) && Array.isArray(s.metrics), s.name);
       assert.equal(typeof s.create, 'function', s.name);

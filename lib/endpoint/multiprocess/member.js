@@ -4,7 +4,7 @@
 
 const { warnOnce, countError } = require('../../core/errors');
 const { WARNINGS } = require('../../core/warnings');
-const { createOwnAgent } = require('../../core/own-io');
+const { createOwnAgent, withoutTracing } = require('../../core/own-io');
 const { PUSH_PATH, PUSH_HEADER, PROTOCOL_VERSION, MAX_BODY_BYTES, processIdentity, safeCall } = require('./protocol');
 
 /** How long a final push (beforeExit, stop()) may hold the process. */
@@ -140,11 +140,12 @@ class Member {
           resolve();
           return;
         }
-        const req = this.#http.request({
+        // Without tracing: a push is uvscope's own request, never a span in the app's traces.
+        const req = withoutTracing(() => this.#http.request({
           host: this.#connectHost, port: this.#port, path: PUSH_PATH, method: 'POST', agent: this.#agent,
           timeout: final ? Math.max(1, this.#finalDeadline - Date.now()) : this.#timeoutMs,
           headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), [PUSH_HEADER]: PROTOCOL_VERSION },
-        });
+        }));
         this.#current = req;
         this.#watch(req, resolve, () => this.#send(snapshot, final, false), final, mayRetry);
         req.end(body);

@@ -35,8 +35,8 @@ function found(window, hot, poolHot) {
 }
 
 function figuresOf(window, hot, poolHot) {
-  const own = (s) => s.own['cpu-starved'];
-  const last = own(window[window.length - 1]);
+  const cpu = (s) => s.cpu; // the interval's CPU figures (lib/findings/cpu.js)
+  const last = cpu(window[window.length - 1]);
   const seconds = hot.reduce((a, s) => a + s.seconds, 0);
   const sum = (list, pick) => list.reduce((a, s) => a + (pick(s) || 0), 0);
   const perSecond = (pick) => sum(hot, pick) / seconds;
@@ -50,16 +50,16 @@ function figuresOf(window, hot, poolHot) {
   const pool = busy.length
     ? { available: true, threads: busy[busy.length - 1].pool.busy.threads, computing: round(poolMean((b) => b.computing), 2), runnable: round(poolMean(waiting), 2), meanWaitSeconds: poolMean((b) => b.meanWaitSeconds || 0) }
     : { available: false, reason: lastBusy && !lastBusy.available ? lastBusy.reason : 'no busy-thread figures' };
-  const mainWait = perSecond((s) => own(s).mainWait);
-  const mainCpu = perSecond((s) => own(s).mainCpu);
-  const processCpu = hot.some((s) => own(s).processCpu !== null) ? perSecond((s) => own(s).processCpu) : null;
+  const mainWait = perSecond((s) => cpu(s).mainWait);
+  const mainCpu = perSecond((s) => cpu(s).mainCpu);
+  const processCpu = hot.some((s) => cpu(s).processCpu !== null) ? perSecond((s) => cpu(s).processCpu) : null;
   let lost = 0; // thread-seconds spent waiting for a CPU in the starved intervals
-  for (const s of hot) lost += (own(s).mainWait || 0) + (s.pool && s.pool.busy && s.pool.busy.available ? (s.pool.busy.runnable || 0) * s.seconds : 0);
+  for (const s of hot) lost += (cpu(s).mainWait || 0) + (s.pool && s.pool.busy && s.pool.busy.available ? (s.pool.busy.runnable || 0) * s.seconds : 0);
   const jobs = tracedJobs(window);
   const probeWaits = hot.map((s) => s.pool && probeWait(s.pool, 'work')).filter((w) => typeof w === 'number');
   return {
     window, hot, poolHot, pool, mainWait, mainCpu, processCpu, budget: last.budget, budgetFrom: last.budgetFrom,
-    utilization: hot.some((s) => own(s).utilization !== null) ? sum(hot, (s) => own(s).utilization) / hot.length : null,
+    utilization: hot.some((s) => cpu(s).utilization !== null) ? sum(hot, (s) => cpu(s).utilization) / hot.length : null,
     demand: pool.available ? pool.computing + pool.runnable + mainCpu + mainWait : null,
     maxDelay: Math.max(0, ...hot.map((s) => s.delayMax || 0)),
     // the agent's work probe (an fs.access of '/', microseconds of CPU): submission to callback

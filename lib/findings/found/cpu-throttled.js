@@ -71,7 +71,7 @@ function figures(after, seconds, first, last, periods, throttled) {
     throttled,
     seconds,
     throttledSeconds,
-    processCpu: (last.processCpuSeconds - first.processCpuSeconds) / seconds,
+    processCpu: (last.processCpuTotalSeconds - first.processCpuTotalSeconds) / seconds,
     loopCpu: loopCpuSeconds === null ? null : loopCpuSeconds / seconds,
     loopWait,
     utilization: mean(own.map((o) => o.utilization).filter((v) => typeof v === 'number')),

@@ -5,7 +5,6 @@
 // Loaded then, not with the rule: most processes never see such a tail.
 
 const { windowSeconds } = require('../window');
-const { cpuStarved } = require('../cpu');
 const { ms } = require('../../core/format');
 
 /**
@@ -17,10 +16,6 @@ const { ms } = require('../../core/format');
  * @returns {import('../rule').RuleResult | null}
  */
 function found(window, lim, tails, isTail) {
-  const starved = (s) => {
-    const c = cpuStarved(s, lim);
-    return c.pool || c.loop;
-  };
   const loopMax = Math.max(0, ...window.map((s) => s.delayMax || 0));
   const hot = (tails || [])
     .filter(isTail)
@@ -36,7 +31,7 @@ function found(window, lim, tails, isTail) {
     // lookup's time on its thread was partly waiting for a CPU. Either way that tail is not the
     // resolver's, so no resolver claim (and no hedging advice) is made then; the other rule
     // names the cause.
-    .filter((h) => h.place !== 'resolver' || !window.some((s) => s.poolHeld || starved(s)))
+    .filter((h) => h.place !== 'resolver' || !window.some((s) => s.poolHeld || s.cpuStarved))
     .sort((a, b) => b.tail.lookups * b.excess - a.tail.lookups * a.excess);
   if (hot.length === 0) return null;
   const seconds = windowSeconds(window);

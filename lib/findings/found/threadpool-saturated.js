@@ -6,7 +6,7 @@
 // heap for nothing.
 
 const { windowSeconds } = require('../window');
-const { poolWait, poolHeld, probeWait } = require('../pool');
+const { poolWait, probeWait } = require('../pool');
 const { availableCores } = require('../cpu');
 const { typeName, tracedJobs, busyThreads, lookupTimes } = require('./pool');
 const { ms, pct, round } = require('../../core/format');
@@ -21,13 +21,11 @@ const COST_ADVICE = Object.freeze({
 
 /**
  * The finding over the window, its gate passed.
- * @param {object[]} window the window of interval summaries
- * @param {Readonly<Record<string, number>>} lim the limits
+ * @param {any[]} window the window of interval summaries
  * @returns {import('../rule').RuleResult}
  */
-function found(window, lim) {
-  const held = window.map((s) => Boolean(s.pool) && poolHeld(s, lim));
-  const hot = window.filter((s, i) => held[i]);
+function found(window) {
+  const hot = window.filter((s) => s.poolHeld);
   const last = window[window.length - 1];
   const dnsWaits = window.map((s) => probeWait(s.pool, 'dns')).filter((w) => w !== null);
   const peak = (kind) => Math.max(...window.map((s) => s.pool.pending[kind] || 0));

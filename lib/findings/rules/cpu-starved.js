@@ -2,8 +2,7 @@
 
 const { defineRule } = require('../rule');
 const throttled = require('./cpu-throttled');
-const { cpuFigures, cpuStarved } = require('../cpu');
-const { gate, GATES } = require('../window');
+const { signalLimits } = require('../signals');
 const { ms, pct } = require('../../core/format');
 
 /**
@@ -15,13 +14,9 @@ const { ms, pct } = require('../../core/format');
 module.exports = defineRule({
   id: 'cpu-starved',
   limits: {
-    cpuStarvedThreads: 0.5, // pool threads waiting for a CPU, on average over an interval
-    cpuStarvedWaitS: 0.001, // ...per wait (run_delay per arrival): milliseconds are contention, microseconds wake-ups
-    cpuStarvedDemandMargin: 0.5, // the app's threads (pool + loop) want at least the CPU budget plus this
-    cpuStarvedDemandAlone: 1.5, // ...or plus this, while the process uses less than cpuStarvedBudgetShare of its budget
-    cpuStarvedLoopShare: 0.3, // the main thread waited for a CPU this share of the interval
-    cpuStarvedLoopRatio: 2, // ...and at least this many times as long as it ran
-    cpuStarvedBudgetShare: 0.6, // the loop only while the process used this share of its CPU budget
+    // the signals cpuStarvedPool and cpuStarvedLoop read these (lib/findings/signals.js)
+    ...signalLimits('cpuStarvedThreads', 'cpuStarvedWaitS', 'cpuStarvedDemandMargin', 'cpuStarvedDemandAlone',
+      'cpuStarvedLoopShare', 'cpuStarvedLoopRatio', 'cpuStarvedBudgetShare'),
     cpuStarvedIntervals: 4, // in at least this many of some twice as many consecutive intervals
   },
   docs: {
@@ -31,35 +26,27 @@ module.exports = defineRule({
     advice: 'what waited (lookups\' mean and slowest time, fs calls, the loop\'s wait and lateness) and what takes the CPU: the tracer\'s job kind, type, call sites and HTTP routes for pool work, the loop\'s own CPU for JavaScript; on Node 20 (pool threads not named) what cannot be told apart. Advice: CPU work on fewer threads than the CPU budget (worker_threads sized to it), a lower compression level or cached output, fewer pbkdf2 iterations, or more CPU',
     example: 'the lab\'s `starve` incident (zlib level 9 in short jobs for 16 clients on a pool of 4, pinned to one CPU; Node 24, on a loaded machine): "Pool threads wait for a CPU: on average 2.76 of 4 threads were ready to run but waited for one (7.4 ms per wait: threads short of a CPU, not wake-ups) while 0.56 computed, in 11 of 17 intervals; the app\'s pool and loop wanted 4.1 CPUs and it has 1 CPU (os.availableParallelism()). The CPU goes to zlib (zlib) jobs on the pool: 100 % of the time non-DNS jobs spent there, ... called from examples/incidents/apps/compress-app.js:32 while serving GET /export; ..."',
   },
-  interval: cpuFigures,
   evaluate(window, lim, context) {
     // A sustained pattern: half or more of some stretch of twice that many intervals (an odd
     // interval, when another process took the CPU for a moment, does not break it). This gate
     // runs every sample, a loop that allocates nothing; the figures only once it passes.
-    if (starvedInStretch(window, lim, 2 * lim.cpuStarvedIntervals) < lim.cpuStarvedIntervals) return null;
-    const flags = window.map((s) => cpuStarved(s, lim));
-    const hit = flags.map((f) => f.pool || f.loop);
+    if (starvedInStretch(window, 2 * lim.cpuStarvedIntervals) < lim.cpuStarvedIntervals) return null;
     // A CPU quota that throttled the process explains the waits (a throttled thread waits on the
     // run queue): cpu-throttled names the quota, what used the CPU and the limit that covers it.
     if (throttled.evaluate(window, lim, context) !== null) return null;
     // What it says (lib/findings/found/cpu-starved.js) loads the first time the gate passes.
-    return require('../found/cpu-starved').found(window, window.filter((s, i) => hit[i]), window.filter((s, i) => flags[i].pool));
+    return require('../found/cpu-starved').found(window, window.filter((s) => s.cpuStarved), window.filter((s) => s.cpuStarvedPool));
   },
 });
 
-function isStarved(s, lim) {
-  const c = cpuStarved(s, lim);
-  return c.pool || c.loop;
-}
-
-// The most starved intervals in any stretch of `span` consecutive ones, in a loop that allocates
-// nothing.
-function starvedInStretch(window, lim, span) {
+// The most starved intervals (the signals cpuStarvedPool or cpuStarvedLoop) in any stretch of
+// `span` consecutive ones, in a loop that allocates nothing.
+function starvedInStretch(window, span) {
   let best = 0;
   let count = 0;
   for (let i = 0; i < window.length; i++) {
-    if (gate(window[i], GATES.cpuStarved, lim, isStarved)) count++;
-    if (i >= span && gate(window[i - span], GATES.cpuStarved, lim, isStarved)) count--;
+    if (window[i].cpuStarved) count++;
+    if (i >= span && window[i - span].cpuStarved) count--;
     if (count > best) best = count;
   }
   return best;

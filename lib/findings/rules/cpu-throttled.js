@@ -42,7 +42,7 @@ module.exports = defineRule({
       periods,
       throttledPeriods: value('container.cpu.throttled.periods'),
       throttledSeconds: value('container.cpu.throttled.time'),
-      processCpuSeconds: cpu.processCpuSeconds,
+      processCpuTotalSeconds: cpu.processCpuSeconds, // cumulative (details.cpu); details.eventloop's is per interval
       loopCpuSeconds: typeof loop.mainThreadCpuSeconds === 'number' ? loop.mainThreadCpuSeconds : null,
       loopWaitSeconds: typeof loop.mainThreadWaitSeconds === 'number' ? loop.mainThreadWaitSeconds : null,
       utilization: value('nodejs.eventloop.utilization'),

@@ -2,6 +2,7 @@
 
 const { defineRule } = require('../rule');
 const { windowSeconds } = require('../window');
+const { busyShare, callbackWait } = require('../signals');
 
 /**
  * dns-no-cache: one hostname looked up again and again, for long enough, at a cost: nothing
@@ -22,6 +23,28 @@ module.exports = defineRule({
     impact: 'the time callers spent in those lookups per second of the window; `requests`: the lookups',
     advice: 'names the callers (sampled call sites: the package, e.g. `hot-shots`, or `file:line`); cache and coalesce, give StatsD clients an IP',
     example: 'the lab\'s `klarna` incident (hot-shots with a hostname): "statsd.klarna.test is looked up 1883.2 times a second in 12 of the last 12 intervals, up to 5468 at once, mostly by hot-shots, and callers waited 55.70 s per second for it (53.73 s of that for a DNS slot): nothing caches or coalesces these lookups."',
+  },
+  state: () => new LoopWaitState(),
+  // As an interval enters the window: its lookups' cost, less what the pool and the loop explain.
+  enter(summary, state) {
+    // While other work holds every pool thread, lookups wait for a thread, not because they are
+    // many (threadpool-saturated names the holder): that waiting is not this rule's cost. Likewise
+    // while the loop is blocked (the signal eventloop-blocked reads): a lookup is timed from the
+    // call to its callback, and the callback waits for the loop however fast DNS answered, so
+    // that time is the loop's, which eventloop-blocked names.
+    const hosts = summary.hosts;
+    if (summary.poolHeld || summary.loopWasBlocked) {
+      for (let i = 0; i < hosts.length; i++) hosts[i].noCacheSeconds = hosts[i].noCacheQueueWait = 0;
+    } else {
+      // In other intervals the callbacks wait for the loop too, only less: what that explains is
+      // taken from each lookup (discountLoopWait()).
+      const share = busyShare(summary);
+      discountLoopWait(hosts, Math.max(callbackWait(summary), state.lastLate), summary.seconds * share, state.lastShare, state.lastSeconds, state.inFlight);
+    }
+    state.inFlight.update(hosts);
+    state.lastLate = callbackWait(summary);
+    state.lastShare = busyShare(summary);
+    state.lastSeconds = summary.seconds;
   },
   evaluate(window, lim, { callersOf }) {
     const seconds = windowSeconds(window);
@@ -118,3 +141,92 @@ function crosses(totals, k, lim, seconds) {
   return totals[3 * k] >= lim.noCacheMinLookups
     && (totals[3 * k + 1] / seconds >= lim.noCacheSecondsPerSecond || totals[3 * k + 2] / seconds >= lim.noCacheQueueWaitPerSecond);
 }
+
+// What the cost model keeps from one interval to the next, per engine: the previous interval's
+// loop figures (its callbackWait, busy share and length) and each hostname's lookups in flight at the
+// previous sample.
+class LoopWaitState {
+  lastLate = 0;
+  lastShare = 0;
+  lastSeconds = 0;
+  inFlight = new InFlightBefore();
+}
+
+/**
+ * Takes from each hostname's cost (noCacheSeconds, noCacheQueueWait) what the event loop
+ * explains, in an interval the loop was not blocked in (the signal loopWasBlocked). A lookup is
+ * timed from the call to its callback, and the callback runs when the loop gets to it, however
+ * fast DNS answered: after the rest of the loop's iteration if its answer came while the loop was
+ * busy, whatever kept it busy (the app's CPU work, or its thread waiting for a CPU on an
+ * overloaded host). Likewise the slot model (lib/sources/dns/slots.js) frees a DNS slot at the
+ * callback of the lookup that held it, so a queued lookup's wait holds that too. The loop's part
+ * is taken as the smaller of two bounds:
+ * - per lookup that called back in the interval (per queued one for the wait), `late`: the
+ *   signal callbackWait (the loop's longest delay times its busy share);
+ * - the lookups in flight at most times the seconds the loop was busy while they were in
+ *   flight: a lookup can only wait for the loop while the loop is busy (many fast lookups on a
+ *   loop busy with their own callbacks: each iteration short, the longest delay a GC's). Those
+ *   seconds: the interval's, and the last one's over the slowest lookup's time before this one
+ *   (at the last one's busy share).
+ * A lookup that called back in this interval may have started in the last: `late` is the longer
+ * of the two intervals'. What is left is time beyond the loop's, which a cache saves. The lab's
+ * zooz (handlers burning 25 ms each, localhost from /etc/hosts) is left with nothing or nearly;
+ * klarna (50 ms answers, a loop late by 10 ms and busy 6 % of the time) loses 1.4 % of its
+ * seconds; 4 workers looking up one name back to back (0.5 ms answers, a loop busy 30 % with
+ * their callbacks, test/findings/engine.test.js) about a third.
+ * @param {readonly object[]} hosts an interval's compact host figures (hosts.js compactHosts)
+ * @param {number} late seconds per lookup: of this interval or the last, the longer
+ * @param {number} busy seconds the loop was busy in this interval
+ * @param {number} lastShare the busy share of the last interval
+ * @param {number} lastSeconds the last interval's length
+ * @param {InFlightBefore} before each hostname's lookups in flight at the last sample
+ */
+function discountLoopWait(hosts, late, busy, lastShare, lastSeconds, before) {
+  if (!(late > 0)) return;
+  for (let i = 0; i < hosts.length; i++) {
+    const h = hosts[i];
+    // The lookups that called back: those in flight at the last sample or started since, less
+    // those still in flight (`lookups` counts the lookups started in the interval).
+    const calledBack = Math.max(0, h.lookups + before.of(h.name) - h.inFlight);
+    const most = h.maxInFlight * (busy + lastShare * Math.min(lastSeconds, h.maxSeconds || 0));
+    h.noCacheSeconds = Math.max(0, h.noCacheSeconds - Math.min(calledBack * late, most));
+    // (a part of the lookups' time: never more than what is left of it)
+    h.noCacheQueueWait = Math.min(h.noCacheSeconds, Math.max(0, h.noCacheQueueWait - Math.min(h.queuedLookups * late, most)));
+  }
+}
+
+/**
+ * Each hostname's lookups in flight at the last sample. A name missing from that sample's active
+ * hostnames had none in flight then: lookups in flight at a sample were started in its interval
+ * (`lookups` > 0) or were in flight at its start (its `maxInFlight` starts at that count), and
+ * either makes the name active. An entry per name, reused; the Map is dropped only past
+ * IN_FLIGHT_NAMES_MAX names.
+ */
+class InFlightBefore {
+  #entries = new Map(); // name -> { inFlight, seq }
+  #seq = 0;
+
+  /** @param {string} name */
+  of(name) {
+    const e = this.#entries.get(name);
+    return e !== undefined && e.seq === this.#seq ? e.inFlight : 0;
+  }
+
+  /** @param {readonly object[]} hosts this sample's compact host figures */
+  update(hosts) {
+    const entries = this.#entries;
+    if (entries.size > IN_FLIGHT_NAMES_MAX) entries.clear();
+    const seq = ++this.#seq;
+    for (let i = 0; i < hosts.length; i++) {
+      const e = entries.get(hosts[i].name);
+      if (e !== undefined) {
+        e.inFlight = hosts[i].inFlight;
+        e.seq = seq;
+      } else {
+        entries.set(hosts[i].name, { inFlight: hosts[i].inFlight, seq });
+      }
+    }
+  }
+}
+
+const IN_FLIGHT_NAMES_MAX = 4096;

@@ -2,7 +2,6 @@
 
 const { defineRule } = require('../rule');
 const { windowSeconds, aggregate } = require('../window');
-const { cpuStarved } = require('../cpu');
 
 /**
  * dns-resolver-timeout: lookups that ended just after a multiple of the resolv.conf timeout (the
@@ -24,7 +23,7 @@ module.exports = defineRule({
     // (threadpool-saturated and cpu-starved name the cause).
     // The gate, every sample: any timed-out lookup in the window, in a loop that allocates nothing.
     if (!anyTimeouts(window)) return null;
-    if (window.some((s) => s.poolHeld || cpuStarved(s, lim).pool || cpuStarved(s, lim).loop)) return null;
+    if (window.some((s) => s.poolHeld || s.cpuStarved)) return null;
     const hosts = aggregate(window, (h) => h.timeouts);
     const total = hosts.reduce((a, h) => a + h.value, 0);
     if (total === 0) return null;

@@ -1,6 +1,7 @@
 'use strict';
 
 const { defineRule } = require('../rule');
+const { tailHosts } = require('../hosts');
 const { ms } = require('../../core/format');
 
 /**
@@ -22,12 +23,18 @@ module.exports = defineRule({
     advice: 'names the host, p50, p99, standard deviation and where the tail lives: the resolver (no wait for a slot, loop not blocked: a node-local caching resolver, an in-process cache with TTL such as cacheable-lookup, fewer lookups, and hedging), the DNS slots (cache, pool size; no hedging) or the event loop (its callbacks waited)',
     example: 'the lab\'s `numa` incident (every 50th answer after 150 ms): "Lookups of api.numa.test take 4 ms at the median but 152 ms at p99 (standard deviation 27 ms, over 149 lookups); the tail lives in the resolver: the slowest lookups waited 0 ms for a DNS slot and the event loop was never blocked longer than 17 ms, so the time went to the answer itself."',
   },
-  evaluate(window, lim) {
-    const last = window[window.length - 1];
+  // The latest interval's tails only, kept here rather than in the window's summaries: they
+  // cover the DNS sampler's last 60 s already, and kept in every summary they cost ~18 KB per
+  // kept hostname.
+  state: () => ({ tails: null }),
+  enter(summary, state, sample) {
+    state.tails = tailHosts(sample.details.dns);
+  },
+  evaluate(window, lim, context, state) {
     // The gate, every sample: a loop over the latest tails that allocates nothing.
-    if (!anyTail(last.tails, lim)) return null;
+    if (!anyTail(state.tails, lim)) return null;
     // What it says (lib/findings/found/dns-tail-latency.js) loads the first time the gate passes.
-    return require('../found/dns-tail-latency').found(window, lim, last.tails, (h) => isTail(h, lim));
+    return require('../found/dns-tail-latency').found(window, lim, state.tails, (h) => isTail(h, lim));
   },
 });
 

@@ -1,7 +1,8 @@
 'use strict';
 
 const { defineRule } = require('../rule');
-const { blockedInInterval, windowSeconds, gate, GATES } = require('../window');
+const { windowSeconds } = require('../window');
+const { signalLimits } = require('../signals');
 const { ms, round } = require('../../core/format');
 
 /**
@@ -11,8 +12,7 @@ const { ms, round } = require('../../core/format');
 module.exports = defineRule({
   id: 'eventloop-blocked',
   limits: {
-    eventLoopBlockedS: 0.1, // one delay this long
-    eventLoopP99S: 0.05, // or an interval p99 this long (both beyond the time the main thread waited for a CPU)
+    ...signalLimits('eventLoopBlockedS', 'eventLoopP99S'), // the signal loopBlocked reads them (lib/findings/signals.js)
     eventLoopBlockedIntervals: 2, // ...in at least this many intervals: one stall is an odd sample
   },
   docs: {
@@ -23,17 +23,19 @@ module.exports = defineRule({
     example: 'the lab\'s `zooz` incident (handlers burning 25 ms of CPU each): "The event loop was blocked for up to 150 ms in 4 of the last 7 intervals: every request, timer and callback waited that long."',
   },
   evaluate(window, lim) {
-    // The gate, every sample: count the blocked intervals in a loop that allocates nothing.
+    // The gate, every sample: count the blocked intervals (the signals loopRanLate and
+    // loopWasBlocked: late, and still blocked once the main thread's wait for a CPU is taken out)
+    // in a loop that allocates nothing.
     let blockedIntervals = 0;
-    for (let i = 0; i < window.length; i++) if (gate(window[i], GATES.eventloopBlocked, lim, isBlocked)) blockedIntervals++;
+    for (let i = 0; i < window.length; i++) if (window[i].loopRanLate && window[i].loopWasBlocked) blockedIntervals++;
     if (blockedIntervals < lim.eventLoopBlockedIntervals) return null;
-    const late = window.filter((s) => isLate(s, lim));
-    const hot = late.filter((s) => blockedInInterval(s, lim) > 0);
+    const late = window.filter((s) => s.loopRanLate);
+    const hot = late.filter((s) => s.loopWasBlocked);
     if (hot.length < lim.eventLoopBlockedIntervals) return null;
     const max = Math.max(...hot.map((s) => Math.max(s.delayMax || 0, s.loopBlockedOnCpu || 0)));
     const shares = hot.filter((s) => typeof s.loopCpuShare === 'number').map((s) => s.loopCpuShare);
     // One block per interval at least as long as its largest delay: a lower bound.
-    const blocked = window.reduce((a, s) => a + blockedInInterval(s, lim), 0);
+    const blocked = window.reduce((a, s) => a + s.loopBlocked, 0);
     return {
       summary: `The event loop was blocked for up to ${ms(max)} in ${hot.length} of the last ${window.length} intervals: every request, timer and callback waited that long.`,
       evidence: {
@@ -53,14 +55,3 @@ module.exports = defineRule({
     };
   },
 });
-
-// The gate's test of an interval: late, and still blocked once the main thread's wait for a CPU
-// is taken out.
-function isBlocked(s, lim) {
-  return isLate(s, lim) && blockedInInterval(s, lim) > 0;
-}
-
-// The loop ran late in an interval, before the time the main thread waited for a CPU is taken out.
-function isLate(s, lim) {
-  return (s.delayMax || 0) >= lim.eventLoopBlockedS || (s.delayP99 || 0) >= lim.eventLoopP99S;
-}

@@ -1,8 +1,7 @@
 'use strict';
 
 const { defineRule } = require('../rule');
-const { poolHeld } = require('../pool');
-const { gate, GATES } = require('../window');
+const { signalLimits } = require('../signals');
 const { ms } = require('../../core/format');
 
 /**
@@ -12,7 +11,7 @@ const { ms } = require('../../core/format');
 module.exports = defineRule({
   id: 'threadpool-dns-saturated',
   limits: {
-    dnsWaitS: 0.02, // the dns probe waited this long for a DNS slot: lookups are queueing
+    ...signalLimits('dnsWaitS'), // the signal dnsQueued reads it (lib/findings/signals.js)
     dnsSaturatedIntervals: 2, // ...in at least this many intervals of the window
   },
   docs: {
@@ -29,22 +28,10 @@ module.exports = defineRule({
     let queued = 0;
     for (let i = 0; i < window.length; i++) {
       if (window[i].poolHeld) return null;
-      if (gate(window[i], GATES.dnsQueued, lim, dnsQueued)) queued++;
+      if (window[i].dnsQueued) queued++;
     }
     if (queued < lim.dnsSaturatedIntervals) return null;
     // What it says (lib/findings/found/threadpool-dns-saturated.js) loads the first time the gate passes.
-    return require('../found/threadpool-dns-saturated').found(window, window.filter((s) => dnsQueued(s, lim)));
+    return require('../found/threadpool-dns-saturated').found(window, window.filter((s) => s.dnsQueued));
   },
 });
-
-// Lookups queued for a DNS slot in an interval. A blocked event loop delays the probe's callback
-// and keeps finished lookups counted as pending until their callbacks run: only a wait beyond the
-// loop's own delay is queueing.
-function dnsQueued(s, lim) {
-  const loop = s.delayMax || 0;
-  const stuck = s.probeStuck && loop < s.seconds / 2;
-  const waited = s.dnsWaitMean !== null && s.dnsWaitMean >= lim.dnsWaitS + loop;
-  // Lookups wait for a DNS slot only while the rest of the pool is free; when no thread is,
-  // they wait behind other work (threadpool-saturated).
-  return s.queuedDns > 0 && (stuck || waited) && !poolHeld(s, lim);
-}

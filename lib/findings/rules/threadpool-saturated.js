@@ -1,8 +1,7 @@
 'use strict';
 
 const { defineRule } = require('../rule');
-const { poolHeld } = require('../pool');
-const { gate, GATES } = require('../window');
+const { signalLimits } = require('../signals');
 const { ms } = require('../../core/format');
 
 /**
@@ -14,7 +13,7 @@ const { ms } = require('../../core/format');
 module.exports = defineRule({
   id: 'threadpool-saturated',
   limits: {
-    poolWaitS: 0.05, // the work probe waited this long for any thread: the pool is held
+    ...signalLimits('poolWaitS'), // the signal poolHeld reads it (lib/findings/signals.js)
     poolSaturatedIntervals: 3, // ...in at least this many consecutive intervals
   },
   docs: {
@@ -28,18 +27,18 @@ module.exports = defineRule({
     // A held pool holds for a while: a run of consecutive intervals. A host short of CPU (other
     // processes, a CPU quota) delays the probe's thread now and then, in single intervals. This
     // gate runs every sample, a loop that allocates nothing; the figures only once it passes.
-    if (heldRun(window, lim) < lim.poolSaturatedIntervals) return null;
+    if (heldRun(window) < lim.poolSaturatedIntervals) return null;
     // What it says (lib/findings/found/threadpool-saturated.js) loads the first time the gate passes.
-    return require('../found/threadpool-saturated').found(window, lim);
+    return require('../found/threadpool-saturated').found(window);
   },
 });
 
-// The longest run of consecutive intervals in which no pool thread was free.
-function heldRun(window, lim) {
+// The longest run of consecutive intervals in which no pool thread was free (the signal poolHeld).
+function heldRun(window) {
   let best = 0;
   let run = 0;
   for (let i = 0; i < window.length; i++) {
-    run = window[i].pool && gate(window[i], GATES.poolHeld, lim, poolHeld) ? run + 1 : 0;
+    run = window[i].poolHeld ? run + 1 : 0;
     if (run > best) best = run;
   }
   return best;

@@ -7,8 +7,8 @@
 const fs = require('fs');
 const path = require('path');
 const { summarize } = require('./summary');
-const { pageSource } = require('../other-pool-work');
-const { Columns } = require('../../findings/columns');
+const { pageSource } = require('../pool-words');
+const { Columns } = require('../../core/columns');
 
 const HISTORY_ENTRIES = 300; // 5 minutes at the default 1 s interval
 const EMBED_MARKER = '<script id="uvscope-embedded" type="application/json">null</script>';
@@ -19,7 +19,7 @@ function pageHtml() {
   if (template === null) {
     const raw = fs.readFileSync(path.join(__dirname, 'page.html'), 'utf8');
     template = raw.replace('/*UVSCOPE_SUMMARIZE*/null', summarize.toString())
-      .replace('/*UVSCOPE_OTHER_POOL_WORK*/null', pageSource());
+      .replace('/*UVSCOPE_POOL_WORDS*/null', pageSource());
   }
   return template;
 }
@@ -38,7 +38,7 @@ function staticReport({ snapshot, history = [], generatedAt = Date.now() }) {
 
 /**
  * The last minutes of compact snapshot summaries, for the page's charts (/history.json). An
- * entry's numbers are kept in a row of typed columns (lib/findings/columns.js), its keys once in a
+ * entry's numbers are kept in a row of typed columns (lib/core/columns.js), its keys once in a
  * shape shared by every entry of that shape: as objects an entry was 7 objects and ~6 heap
  * numbers, ~470 bytes alive for the history's 5 minutes (30 s at a 100 ms interval), ~140 KB for
  * a full history; a row is 18 cells of 9 bytes, written again in place when the entry leaves.

@@ -249,9 +249,8 @@ function newInterval(inFlight) {
 // The list and its entries are sealed (the agent's deepFreeze leaves them as they are) and updated
 // in place at a sample after a sampled lookup of the name changed them (about one in 16 lookups,
 // at most 20 a second in all); a new list only when a caller is added (at most MAX_CALLERS a
-// name). Frozen copies made anew at each change lived until the name's next change, seconds at
-// 200 lookups a second over 50 names, and so survived scavenges: ~2.4 KB a second of the agent's
-// survivors in the steady app (bench/steady-memory.js --live).
+// name). Frozen copies made anew at each change would live until the name's next change, seconds
+// apart, and so survive V8's scavenges.
 function callerList(callers, list) {
   const out = list.length === callers.size ? list : Object.seal(new Array(callers.size).fill(null));
   let i = 0;

@@ -28,8 +28,7 @@ const BASE_BEFORE_MS = 2 ** 30;
  * each kept that way only if it gives back exactly the double it came as. The first lookup that
  * does not fit (4.29 s or longer, a time 12 days before the base or 37 after it, a figure that is
  * not whole nanoseconds) turns the name's buffer into 24-byte triples of doubles for good. The
- * figures are the same doubles either way; a busy name keeps half the bytes (the steady app of
- * issue 19: 50 names x 256 entries, 154 KB rather than 307 KB).
+ * figures are the same doubles either way; a busy name keeps half the bytes.
  */
 class RecentLookups {
   #max;
@@ -180,10 +179,9 @@ class RecentLookups {
     // sample: these are made every interval for every kept name), sorted there by the typed
     // array's own sort (no comparator: numeric, native code, allocates nothing), which gives p50
     // and p99 by their rank. This runs at every sample over up to 2,048 lookups per name, in code
-    // that runs once a second and stays in V8's interpreter for minutes: a quickselect written in
-    // JavaScript (about 3n comparisons and a call per swap, each element load a new heap number
-    // there) cost ~3,000 instructions a lookup in the window, at every sample (Node 24,
-    // interpreted; ~4.6 M for 1,500 lookups), more than the lookups it covered cost on their path.
+    // that runs once a second and stays in V8's interpreter for minutes, where a quickselect in
+    // JavaScript (a call per swap, a new heap number per element load) costs more per sample than
+    // the lookups it covers cost on their path.
     const values = scratch(count);
     let n = 0;
     let oldest = Infinity;

@@ -104,7 +104,7 @@ class AppLookups {
       this.#lastHost = host;
       this.#lastHostname = hostname;
     }
-    const ctx = this.#records.take();
+    const ctx = this.#slots.take(this.#records);
     ctx.hostname = hostname;
     ctx.host = host;
     ctx.caller = host.started(names);
@@ -116,16 +116,6 @@ class AppLookups {
       }
     }
     this.inFlight++;
-    // SlotModel#submit(), written out while a slot is free.
-    const slots = this.#slots;
-    const running = slots.running;
-    if (running < /** @type {number} */ (slots.size)) {
-      slots.running = running + 1;
-      ctx.waitedS = 0;
-      ctx.waiting = false;
-    } else {
-      slots.submit(ctx);
-    }
     return ctx;
   }
 
@@ -135,49 +125,49 @@ class AppLookups {
    */
   abandoned(ctx) {
     if (!ctx.live) return;
-    this.#slots.abandon(ctx);
+    const host = /** @type {import('./name-figures').NameFigures} */ (ctx.host);
+    // The record holds nothing of this lookup when it goes back for the next (as in record()).
+    ctx.hostname = '';
+    ctx.host = null;
+    ctx.caller = null;
+    this.#slots.abandon(ctx, this.#records);
     this.inFlight--;
-    /** @type {import('./name-figures').NameFigures} */ (ctx.host).abandoned();
-    this.#release(ctx);
+    host.abandoned();
   }
 
   /**
-   * An app lookup called back: its slot goes to the next, and (until close()) its duration and
-   * wait are recorded for its name and published.
+   * An app lookup called back: its slot goes to the next and its record back (after what it holds
+   * is read), and (until close()) its duration and wait are recorded for its name and published.
    * @param {import('./names').AppLookup} ctx
    * @param {Error | null} err
    */
   record(ctx, err) {
     if (!ctx.live) return;
+    const now = hrtimeBigInt();
+    const { hostname, caller, start } = ctx;
+    const host = /** @type {import('./name-figures').NameFigures} */ (ctx.host);
+    const seconds = Number(now - start) / 1e9;
+    const wait = ctx.waitedS;
+    // The record holds nothing of this lookup when it goes back for the next: no app string or
+    // caller kept alive by an idle record through V8's scavenges.
+    ctx.hostname = '';
+    ctx.host = null;
+    ctx.caller = null;
+    this.#slots.release(ctx, now, this.#records);
+    this.inFlight--;
     try {
-      const now = hrtimeBigInt();
-      // SlotModel#done(), written out while nothing is queued.
-      const slots = this.#slots;
-      if (ctx.waiting || slots.backlog > 0) slots.done(ctx, now);
-      else slots.running--;
-      this.inFlight--;
       if (faultsOn) injectFault('dns:record');
-      const host = /** @type {import('./name-figures').NameFigures} */ (ctx.host);
       if (!this.active) {
         host.ended();
         return;
       }
-      // slots.js's secondsBetween(), written out.
-      const seconds = Number(now - ctx.start) / 1e9;
-      const wait = ctx.waitedS;
       const waited = wait < seconds ? wait : seconds;
       const errorType = err ? String(/** @type {any} */ (err).code || err.name || 'Error') : '';
-      host.finished(seconds, waited, errorType, err ? true : false, ctx.caller, this.#names);
+      host.finished(seconds, waited, errorType, err ? true : false, caller, this.#names);
       if (seconds >= this.#timeoutFloorS) this.#names.timeouts(host, seconds);
-      if (endChannel.hasSubscribers) endChannel.publish({ hostname: ctx.hostname, name: host.name, errorType, seconds, queueWaitSeconds: waited });
+      if (endChannel.hasSubscribers) endChannel.publish({ hostname, name: host.name, errorType, seconds, queueWaitSeconds: waited });
     } catch (e) {
       reportError('sampler:dns', e);
-    } finally {
-      // #release(), written out.
-      ctx.hostname = '';
-      ctx.host = null;
-      ctx.caller = null;
-      this.#records.release(ctx);
     }
   }
 
@@ -187,15 +177,6 @@ class AppLookups {
     this.#slots = model.slots;
     this.#records = model.appRecords;
     this.#timeoutFloorS = model.timeoutFloorS;
-  }
-
-  // Done with: the record goes back for the next lookup, holding nothing of this one.
-  /** @param {import('./names').AppLookup} ctx */
-  #release(ctx) {
-    ctx.hostname = '';
-    ctx.host = null;
-    ctx.caller = null;
-    this.#records.release(ctx);
   }
 }
 
@@ -307,26 +288,21 @@ function ownTracker(model) {
   return {
     started: () => {
       const { ownRecords, slots } = model();
-      const ctx = ownRecords.take();
-      slots.submit(ctx);
-      return ctx;
+      return slots.take(ownRecords);
     },
     record: (ctx) => {
       if (!ctx.live) return;
       const { ownRecords, slots } = model();
       try {
-        slots.done(ctx, hrtimeBigInt());
+        slots.release(ctx, hrtimeBigInt(), ownRecords);
       } catch (e) {
         reportError('sampler:dns', e);
-      } finally {
-        ownRecords.release(ctx);
       }
     },
     abandoned: (ctx) => {
       if (!ctx.live) return;
       const { ownRecords, slots } = model();
-      slots.abandon(ctx);
-      ownRecords.release(ctx);
+      slots.abandon(ctx, ownRecords);
     },
   };
 }

@@ -11,16 +11,15 @@
 // lookup's resolving into its waiting (at most the event-loop delay of the moment).
 
 // The clock of a lookup's start and end: process.hrtime.bigint(), read once (the global `process`
-// is an accessor on Node 20). One BigInt a reading; process.hrtime()'s [seconds, nanoseconds]
-// array cost ~110 bytes and, with the arithmetic on its two numbers, ~1,100 instructions more
-// per lookup than a BigInt and its difference in V8's interpreter (Node 24).
+// is an accessor on Node 20). One BigInt a reading: process.hrtime()'s [seconds, nanoseconds]
+// array and the arithmetic on its two numbers cost more bytes and instructions per lookup.
 const hrtimeBigInt = process.hrtime.bigint;
 
 /**
- * A lookup as the model sees it: its `start` (hrtimeBigInt()) set by the caller, whether it is
- * `waiting` for a slot and how long it waited (`waitedS`) set by the model. The record is reused
- * from lookup to lookup (LookupRecords); its start is the one object a lookup leaves on it (alive
- * through a scavenge only while the lookup is in flight).
+ * A lookup as the model sees it: its `start` (hrtimeBigInt()), whether it is `waiting` for a
+ * slot and how long it waited (`waitedS`), all set by the model. The record is reused from lookup
+ * to lookup (LookupRecords); its start is the one object a lookup leaves on it (alive through a
+ * scavenge only while the lookup is in flight).
  */
 class SlotLookup {
   start = 0n;
@@ -48,72 +47,46 @@ function secondsBetween(from, to) {
 }
 
 /**
- * Records reused from lookup to lookup: a lookup takes one at its start and gives it back when it
- * called back or was abandoned. At most `keep` idle records are kept (the most ever in flight, up
- * to that); beyond them a record is left to the GC. The idle ones are a stack in an array that
- * keeps its length (`idle` of them at its start): pop() and push() on an array going from one
- * entry to none and back made V8 drop and allocate its backing store at each lookup (~150 bytes a
- * lookup, one lookup at a time, V8's interpreter; bench/lookup-own.js --bytes).
+ * Records reused from lookup to lookup (SlotModel#take() and release()): a lookup takes one at its
+ * start and gives it back when it called back or was abandoned. At most `keep` idle records are
+ * kept (the most ever in flight, up to that); beyond them a record is left to the GC. The idle ones
+ * are a stack in an array that keeps its length (`idle` of them at its start): pop() and push() on
+ * an array going from one entry to none and back make V8 drop and allocate its backing store at
+ * each lookup (bench/lookup-own.js --bytes).
  * @template {SlotLookup} T
  */
 class LookupRecords {
-  #make;
-  #keep;
   /** @type {(T | null)[]} */
-  #free = [];
-  #idle = 0;
+  free = [];
+  idle = 0;
 
   /**
    * @param {() => T} make a new record
    * @param {number} [keep] idle records kept at most
    */
   constructor(make, keep = 256) {
-    this.#make = make;
-    this.#keep = keep;
-  }
-
-  /** @returns {T} a record, `live`, started now */
-  take() {
-    const n = this.#idle;
-    let r;
-    if (n > 0) {
-      const free = this.#free;
-      r = /** @type {T} */ (free[n - 1]);
-      free[n - 1] = null;
-      this.#idle = n - 1;
-    } else {
-      r = this.#make();
-    }
-    r.start = hrtimeBigInt();
-    r.live = true;
-    return r;
-  }
-
-  /** @param {T} r a record that is done with (no longer in the model's queue) */
-  release(r) {
-    r.live = false;
-    const n = this.#idle;
-    if (n < this.#keep) {
-      this.#free[n] = r;
-      this.#idle = n + 1;
-    }
+    /** @type {() => T} */
+    this.make = make;
+    /** @type {number} */
+    this.keep = keep;
   }
 }
 
 /**
- * Lookups get a slot FIFO as slots free; a lookup's `waitedS` is set when it does. `size`,
- * `running` and `backlog` are public for the sampler's path (sampler.js), which takes and gives
- * back a slot itself while nothing is queued (submit() and done() written out: two calls less a
- * lookup, in code that runs inside the app's call and callback) and calls these methods otherwise.
+ * Lookups get a slot FIFO as slots free; a lookup's `waitedS` is set when it does. A lookup's
+ * record and its slot are taken in one call and given back in one (take(), release(), abandon()):
+ * they run inside the app's call and callback, where each call costs a few hundred instructions
+ * in V8's interpreter, and each begins with the common case (a record idle, a slot free, nothing
+ * queued).
  */
 class SlotModel {
   #sizeOf;
   /** @type {number | null} the number of slots, null before the first lookup (submit() reads it then) */
   size = null;
   // Slots taken.
-  running = 0;
+  #running = 0;
   // Entries in the queue from its head on (abandoned ones too): 0 when nothing is queued.
-  backlog = 0;
+  #backlog = 0;
   /** @type {(SlotLookup | null)[]} */
   #queue = [];
   #head = 0;
@@ -127,74 +100,109 @@ class SlotModel {
   }
 
   /**
-   * A lookup was started: it takes a free slot now, or queues for one.
-   * @param {SlotLookup} ctx
+   * A lookup starts: a record from `records`, started now, with a free slot or queued for one.
+   * @template {SlotLookup} T
+   * @param {LookupRecords<T>} records
+   * @returns {T}
    */
-  submit(ctx) {
+  take(records) {
+    const n = records.idle;
+    let r;
+    if (n > 0) {
+      const free = records.free;
+      r = /** @type {T} */ (free[n - 1]);
+      free[n - 1] = null;
+      records.idle = n - 1;
+    } else {
+      r = records.make();
+    }
+    r.start = hrtimeBigInt();
+    r.live = true;
+    r.waitedS = 0;
     let size = this.size;
     if (size === null) size = this.size = this.#sizeOf();
-    const running = this.running;
-    ctx.waitedS = 0;
+    const running = this.#running;
     if (running < size) {
-      this.running = running + 1;
-      ctx.waiting = false;
+      this.#running = running + 1;
+      r.waiting = false;
     } else {
-      ctx.waiting = true;
-      this.#queue.push(ctx);
-      this.backlog++;
+      r.waiting = true;
+      this.#queue.push(r);
+      this.#backlog++;
+    }
+    return r;
+  }
+
+  /**
+   * A lookup called back: its slot goes to the next queued lookups (or is free again), its record
+   * back to `records`. Read what the record holds first: it may be taken again at once.
+   * @template {SlotLookup} T
+   * @param {T} r
+   * @param {bigint} now hrtimeBigInt() at the callback
+   * @param {LookupRecords<T>} records
+   */
+  release(r, now, records) {
+    if (r.waiting) {
+      // Finished (or abandoned) while the model had it queued: for a callback, a slot came free
+      // that the model did not see (a lookup from before the agent started); it ran, its wait is
+      // unknown, count none. Its entry is left null, in the backlog until #next() passes it.
+      r.waiting = false;
+      r.waitedS = 0;
+      const at = this.#queue.indexOf(r, this.#head);
+      if (at !== -1) this.#queue[at] = null;
+      else if (this.#running > 0) this.#running--;
+    } else if (this.#backlog > 0) {
+      this.#next(now);
+    } else {
+      this.#running--;
+    }
+    r.live = false;
+    const n = records.idle;
+    if (n < records.keep) {
+      records.free[n] = r;
+      records.idle = n + 1;
     }
   }
 
   /**
-   * A lookup called back: its slot goes to the next queued lookups.
-   * @param {SlotLookup} ctx
-   * @param {bigint} now hrtimeBigInt() at the callback
+   * A lookup that will not call back (the original threw, inside the call that took its record):
+   * released as at its own start. It leaves the queue, or frees the slot it took, which was free
+   * then, so no lookup queued behind it.
+   * @template {SlotLookup} T
+   * @param {T} r
+   * @param {LookupRecords<T>} records
    */
-  done(ctx, now) {
-    if (ctx.waiting) {
-      // Finished while the model had it queued: a slot came free that the model did not see
-      // (a lookup from before the agent started). It ran; its wait is unknown, count none.
-      ctx.waiting = false;
-      ctx.waitedS = 0;
-      this.abandon(ctx);
-      return;
-    }
-    let running = this.running - 1;
+  abandon(r, records) {
+    this.release(r, r.start, records);
+  }
+
+  // A slot came free while lookups are queued: it goes to the next ones.
+  /** @param {bigint} now */
+  #next(now) {
+    let running = this.#running - 1;
     const size = /** @type {number} */ (this.size);
     let queue = this.#queue;
     let head = this.#head;
     while (running < size && head < queue.length) {
       const next = queue[head];
       // Let go of it: a taken entry kept until the queue is compacted (1024 and more) kept each
-      // lookup's context alive through V8's scavenges.
+      // lookup's record alive through V8's scavenges.
       queue[head++] = null;
       if (!next) continue; // abandoned
       next.waitedS = secondsBetween(next.start, now);
       next.waiting = false;
       running++;
     }
-    this.running = running;
+    this.#running = running;
     if (head === queue.length) {
-      // Nothing queued: emptied (while backlog is 0 the sampler's path gives slots back itself).
       if (head > 0) queue.length = head = 0;
     } else if (head > 1024 && head * 2 > queue.length) {
       queue = this.#queue = queue.slice(head);
       head = 0;
     }
     this.#head = head;
-    this.backlog = queue.length - head;
-  }
-
-  /**
-   * A lookup that will not call back (the original threw): it leaves the queue (its entry left
-   * null, still in the backlog until done() passes it) or frees its slot.
-   * @param {SlotLookup} ctx
-   */
-  abandon(ctx) {
-    const at = this.#queue.indexOf(ctx, this.#head);
-    if (at !== -1) this.#queue[at] = null;
-    else if (!ctx.waiting && this.running > 0) this.running--;
+    this.#backlog = queue.length - head;
   }
 }
 
-module.exports = { SlotModel, SlotLookup, LookupRecords, secondsBetween, hrtimeBigInt };
+module.exports = { SlotModel, SlotLookup, LookupRecords };

@@ -8,38 +8,14 @@ const { Histogram } = require('../../core/histogram');
 const { JOB_DURATION_BUCKETS } = require('./metrics');
 const { captureCaller } = require('../../core/callers');
 const { published } = require('../../core/channels');
+const { POOL_PROVIDERS, NOT_POOL } = require('./providers');
 
 const jobEnd = published.threadpoolJobEnd;
 
-// Provider types of threadpool work, by kind, as Node defines them
-// (internalBinding('async_wrap').Providers, from NODE_ASYNC_PROVIDER_TYPES in src/async_wrap.h):
-// ARGON2REQUEST is Node 24+. HKDF, ECDH and DH key agreement run as DERIVEBITSREQUEST. Every crypto
-// job here runs on the pool when called asynchronously (CryptoJob with kCryptoJobAsync).
+// Provider types by kind (providers.js); anything in neither list counts as `other`, keeping its name.
 /** @type {Map<string, string>} */
-const KIND_OF_TYPE = new Map([
-  ['GETADDRINFOREQWRAP', 'dns'], ['GETNAMEINFOREQWRAP', 'dns'],
-  ['FSREQCALLBACK', 'fs'], ['FSREQPROMISE', 'fs'], ['FILEHANDLECLOSEREQ', 'fs'],
-  ['ZLIB', 'zlib'],
-  ...['CHECKPRIMEREQUEST', 'PBKDF2REQUEST', 'KEYPAIRGENREQUEST', 'KEYGENREQUEST', 'KEYEXPORTREQUEST',
-    'ARGON2REQUEST', 'CIPHERREQUEST', 'DERIVEBITSREQUEST', 'HASHREQUEST', 'RANDOMBYTESREQUEST',
-    'RANDOMPRIMEREQUEST', 'SCRYPTREQUEST', 'SIGNREQUEST', 'VERIFYREQUEST', 'HKDFREQUEST'].map((t) => /** @type {[string, string]} */ ([t, 'crypto'])),
-]);
-
-// Node's own provider types that are not threadpool work (handles, stream writes, timers,
-// promises...). Anything neither here nor above is an addon's own name for its async work
-// (napi_create_async_work's async_resource_name, or an AsyncResource's type) and counts as
-// `other`, keeping that name.
-const NOT_POOL = new Set(['NONE', 'DIRHANDLE', 'DNSCHANNEL', 'ELDHISTOGRAM', 'FILEHANDLE', 'BLOBREADER',
-  'FSEVENTWRAP', 'HEAPSNAPSHOT', 'HTTP2SESSION', 'HTTP2STREAM', 'HTTP2PING', 'HTTP2SETTINGS',
-  'HTTPINCOMINGMESSAGE', 'HTTPCLIENTREQUEST', 'LOCKS', 'DTLS_ENDPOINT', 'DTLS_SESSION', 'JSSTREAM',
-  'JSUDPWRAP', 'MESSAGEPORT', 'PIPECONNECTWRAP', 'PIPESERVERWRAP', 'PIPEWRAP', 'PROCESSWRAP', 'PROMISE',
-  'QUERYWRAP', 'QUIC_ENDPOINT', 'QUIC_LOGSTREAM', 'QUIC_PACKET', 'QUIC_SESSION', 'QUIC_STREAM', 'QUIC_UDP',
-  'SHUTDOWNWRAP', 'SIGNALWRAP', 'STATWATCHER', 'STREAMPIPE', 'TCPCONNECTWRAP', 'TCPSERVERWRAP', 'TCPWRAP',
-  'TTYWRAP', 'UDPSENDWRAP', 'UDPWRAP', 'SIGINTWATCHDOG', 'WORKER', 'WORKERCPUPROFILE', 'WORKERCPUUSAGE',
-  'WORKERHEAPPROFILE', 'WORKERHEAPSNAPSHOT', 'WORKERHEAPSTATISTICS', 'WRITEWRAP', 'TLSWRAP',
-  // JS-side resources
-  'Timeout', 'Immediate', 'TickObject', 'Microtask', 'HTTPPARSER',
-]);
+const KIND_OF_TYPE = new Map(Object.entries(POOL_PROVIDERS).map(([type, { kind }]) => [type, kind]));
+const NOT_POOL_TYPES = new Set(NOT_POOL);
 
 // Distinct `other` type names kept (addons); more are counted as `_other`. Longer names are cut
 // to MAX_OTHER_TYPE_LENGTH characters (an addon's resource name is any string it likes).
@@ -59,7 +35,7 @@ const OTHER = '_other';
  * @returns {string|null} 'dns', 'fs', 'crypto', 'zlib' or 'other'; null: not threadpool work
  */
 function kindOf(type) {
-  return KIND_OF_TYPE.get(type) || (NOT_POOL.has(type) ? null : 'other');
+  return KIND_OF_TYPE.get(type) || (NOT_POOL_TYPES.has(type) ? null : 'other');
 }
 
 /**

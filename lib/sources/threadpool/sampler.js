@@ -5,6 +5,7 @@ const { readSetting } = require('../../core/setting');
 const { Histogram } = require('../../core/histogram');
 const { QUEUE_WAIT_BUCKETS } = require('./metrics');
 const { reportError } = require('../../core/errors');
+const { poolThreadsStarved } = require('../../core/cpu-wait');
 const { NO_ATTRIBUTES, attributesOf } = require('../metric-def');
 const { createTracer } = require('./tracer');
 const { createPoolThreads } = require('./pool-threads');
@@ -46,19 +47,17 @@ const BUSY_THREADS = 0.05;
  */
 function createThreadpoolSampler(options = {}) {
   // The dns probe is a getnameinfo of 127.0.0.1 (a job that takes a DNS slot, as a getaddrinfo
-  // does): dns.lookup of a name runs net.isIP on it, whose IPv6 regular expression V8 compiles to
-  // 100 KB of bytecode and, run twice, 140 KB of machine code: 0.3-0.5 MB of RSS that an app
-  // looking up no name (or only IP literals) would pay for the probe alone. lookupService checks
-  // its address with the IPv4 expression only.
+  // does), not a dns.lookup: that runs net.isIP on its name, whose IPv6 regular expression V8
+  // compiles to hundreds of KB an app looking up no name would pay for the probe alone.
+  // lookupService checks its address with the IPv4 expression only.
   const lookupService = options.lookupService || require('dns').lookupService;
   const probeAddress = options.probeAddress || '127.0.0.1';
   // The work probe is an fs.access of '/': an fs request goes to the pool's general queue as async
-  // crypto does (only getaddrinfo and getnameinfo are slow I/O), and fs is loaded in every app.
-  // It was a 1-byte crypto.randomFill, and loading crypto for it cost an app that does not use it
-  // 2.5 MiB of RSS on Node 20 and 3.9 on Node 24 (OpenSSL and the crypto modules: +0.37 and +0.58
-  // MiB of V8's heap, after two full GCs). access is not one of the calls libuv may hand to
-  // io_uring instead of the pool. Node lists it (FSReqCallback) while in flight: the request is
-  // counted as uvscope's own (lib/sources/resources.js) and left out of what the samplers report.
+  // crypto does (only getaddrinfo and getnameinfo are slow I/O), and fs is loaded in every app,
+  // where crypto (OpenSSL) would cost an app that does not use it megabytes of RSS. access is not
+  // one of the calls libuv may hand to io_uring instead of the pool. Node lists it (FSReqCallback)
+  // while in flight: the request is counted as uvscope's own (lib/sources/resources.js) and left
+  // out of what the samplers report.
   const workJob = options.workJob || (fsReadAllowed('/') ? fsAccessJob(require('fs').access) : randomFillJob());
   let size;
   let dnsSlots;
@@ -93,10 +92,10 @@ function createThreadpoolSampler(options = {}) {
         tracer: { ...seen.state, thresholdSeconds: tracer.thresholdSeconds, jobs: seen.jobs },
       };
       // Arming takes effect from the next interval: this one's figures stay what was seen.
-      // Full: every thread busy, on a CPU or waiting for one; or a thread or more waiting for a
-      // CPU at milliseconds per wait (CPU-starved: cpu-starved names the jobs the tracer sees).
-      const poolFull = busy.available && (busy.computing + (busy.runnable || 0) >= size - 0.25
-        || ((busy.runnable || 0) >= 1 && (busy.meanWaitSeconds || 0) >= 0.001));
+      // Full: every thread busy, on a CPU or waiting for one; or pool threads starved of a CPU
+      // (the test the findings' signal and cpu-starved use, lib/core/cpu-wait.js: cpu-starved
+      // names the jobs the tracer sees).
+      const poolFull = busy.available && (busy.computing + (busy.runnable || 0) >= size - 0.25 || poolThreadsStarved(busy));
       tracer.consider({ waitSeconds, poolFull });
       // Launched once the whole sample is done: an exporter that loads its library at the first
       // sample (the standalone OTLP SDK: 100s of ms on a busy machine) must not be taken for a

@@ -11,7 +11,7 @@ const { reportError } = require('../../core/errors');
 const NOTHING_SEEN = Object.freeze({ jobs: Object.freeze([]), histograms: Object.freeze([]) });
 
 // jobs.js, routes.js and modes.js load when a tracer first arms: in auto mode (the default) most
-// processes never do, and their code kept in V8's heap (source, bytecode) was ~60 KB.
+// processes never do, and V8 keeps a loaded file's source and bytecode for the process's life.
 /** @type {{ JobBook: typeof import('./jobs').JobBook, kindOf: typeof import('./jobs').kindOf, Routes: typeof import('./routes').Routes, createMode: typeof import('./modes').createMode, leanModeAvailable: typeof import('./modes').leanModeAvailable } | null} */
 let parts = null;
 function loadParts() {

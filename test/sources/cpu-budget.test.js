@@ -3,14 +3,14 @@
 const assert = require('node:assert/strict');
 const os = require('os');
 const path = require('path');
-const { createCpuBudget, discover, parseCgroupFile, parseMountinfo, parseCpuMax, parseCpuStat, parseCpuList, cgroupDir } = require('../../lib/core/cpu-budget');
+const { createCpuBudget, discover, parseCgroupFile, parseMountinfo, parseCpuMax, parseCpuStat, parseCpuList, cgroupDir } = require('../../lib/sources/cpu-budget');
 const { runWithoutQuota } = require('../helpers/cgroup');
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'cgroup');
 const tree = (name) => createCpuBudget({ root: path.join(FIXTURES, name) });
 const under = (name, p) => path.join(FIXTURES, name, p);
 
-describe('core/cpu-budget', function () {
+describe('sources/cpu-budget', function () {
   describe('parsers', () => {
     it('reads /proc/self/cgroup lines: v2 (0::), v1 with comma-joined controllers, named hierarchies', () => {
       assert.deepEqual(parseCgroupFile('12:pids:/docker/abc\n4:cpu,cpuacct:/docker/abc\n1:name=systemd:/x\n0::/\n'), [

@@ -1,8 +1,9 @@
 'use strict';
 
-// The CPUs this process may use: the cgroup CPU quota (a container's CPU limit) and the affinity
-// mask, whichever is smaller. os.availableParallelism() counts the affinity mask (Node 20's libuv
-// ignores cgroup quotas), so advice sized to it would count a host's cores in a 0.5 CPU container.
+// The cgroup reader that lib/sources/cpu.js samples: the CPUs this process may use, the cgroup
+// CPU quota (a container's CPU limit) and the affinity mask, whichever is smaller.
+// os.availableParallelism() counts the affinity mask (Node 20's libuv ignores cgroup quotas), so
+// advice sized to it would count a host's cores in a 0.5 CPU container.
 //
 // Where the quota is: /proc/self/cgroup gives the process's cgroup per hierarchy (`0::<path>` for
 // cgroup v2, `<id>:cpu,cpuacct:<path>` for v1) and /proc/self/mountinfo where that hierarchy is
@@ -290,15 +291,4 @@ function createCpuBudget(opts = {}) {
   };
 }
 
-let shared = null;
-
-/**
- * This process's CPU budget now (discovery made once per process). Never throws.
- * @returns {CpuBudget}
- */
-function cpuBudget() {
-  if (!shared) shared = createCpuBudget();
-  return shared.read();
-}
-
-module.exports = { cpuBudget, createCpuBudget, discover, parseCgroupFile, parseMountinfo, parseCpuMax, parseCpuStat, parseCpuList, cgroupDir };
+module.exports = { createCpuBudget, discover, parseCgroupFile, parseMountinfo, parseCpuMax, parseCpuStat, parseCpuList, cgroupDir };

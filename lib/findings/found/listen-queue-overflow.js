@@ -1,0 +1,123 @@
+'use strict';
+
+// What listen-queue-overflow (lib/findings/rules/listen-queue-overflow.js) says once its gate
+// passed (the namespace's ListenOverflows rose in the window): the port, the cause the intervals
+// with drops support, the advice for it and the impact. Loaded then, not with the rule.
+
+const { windowSeconds } = require('../window');
+const { ms, round } = require('../../core/format');
+
+const ID = 'listen-queue-overflow';
+// TCP's initial retransmission timeout (RFC 6298, Linux TCP_TIMEOUT_INIT): a client whose SYN or
+// final ACK was dropped waits this long before it tries again, then twice that, and so on.
+const FIRST_RETRANSMIT_S = 1;
+
+/**
+ * What blocked the loop in an interval: the hook for the capture of what blocked the event loop
+ * (the holders issue). That capture is to put `blockedBy: { name, caller? }` on the interval's
+ * summary (or its signal, once the findings read signals); until it does, this returns null and
+ * the finding names the block by its length only.
+ * @param {object} summary the interval's summary
+ * @returns {{ name: string, caller?: string } | null}
+ */
+function whatBlocked(summary) {
+  const b = summary && summary.blockedBy;
+  return b && typeof b.name === 'string' ? b : null;
+}
+
+/**
+ * The finding over the window, its gate passed.
+ * @param {object[]} window the window of interval summaries
+ * @param {Readonly<Record<string, number>>} lim the limits
+ * @returns {import('../rule').RuleResult}
+ */
+function found(window, lim) {
+  let prev = null;
+  const causes = { blocked: 0, cpu: 0, burst: 0 };
+  let intervals = 0;
+  let worst = 0; // the most drops in one interval
+  let maxBlocked = 0;
+  let minCpuShare = null;
+  let blockedBy = null;
+  let peak = null; // the fullest listener seen at a sample
+  let netns = null;
+  for (const s of window) {
+    const o = s.own && s.own[ID];
+    if (!o) continue;
+    netns = o.netns;
+    if (o.limit && (peak === null || o.queue / o.limit > peak.queue / peak.limit)) peak = { address: o.address, port: o.port, queue: o.queue, limit: o.limit };
+    if (prev !== null) {
+      const drops = o.overflows - prev.overflows;
+      if (drops > 0) {
+        intervals++;
+        worst = Math.max(worst, drops);
+        // The cause this interval supports: a blocked loop first (nothing called accept()), then a
+        // main thread waiting for a CPU, else connections arriving faster than a free loop accepts.
+        // The interval right after a block counts with it: the retransmits of what the block
+        // dropped meet the queue it filled while the loop drains it.
+        if (o.blockedSeconds > 0 || prev.blockedSeconds > 0) {
+          causes.blocked += drops;
+          maxBlocked = Math.max(maxBlocked, o.blockedSeconds, prev.blockedSeconds);
+          blockedBy = blockedBy || whatBlocked(s);
+        } else if (o.cpuShare !== null && o.cpuShare < lim.listenCpuShare) {
+          causes.cpu += drops;
+          minCpuShare = minCpuShare === null ? o.cpuShare : Math.min(minCpuShare, o.cpuShare);
+        } else causes.burst += drops;
+      }
+    }
+    prev = o;
+  }
+  const total = causes.blocked + causes.cpu + causes.burst;
+  const cause = causes.blocked >= causes.cpu && causes.blocked >= causes.burst ? 'blocked' : causes.cpu >= causes.burst ? 'cpu' : 'burst';
+  const seconds = windowSeconds(window);
+  const where = peak && peak.port ? `${peak.address.includes(':') ? `[${peak.address}]` : peak.address}:${peak.port}` : 'the app\'s port';
+  const seenFull = peak !== null && peak.queue >= peak.limit;
+  const queueText = peak ? `${peak.queue} waiting against its limit of ${peak.limit}` : 'its queue not read';
+  let why;
+  if (cause === 'blocked') why = `${share(causes.blocked, total)} came while the event loop was blocked or right after (blocked up to ${ms(maxBlocked)}${blockedBy ? `, by ${blockedBy.name}` : ''}): nothing called accept().`;
+  else if (cause === 'cpu') why = `${share(causes.cpu, total)} came while the main thread waited for a CPU (it ran ${Math.round((minCpuShare || 0) * 100)} % of its runnable time at worst): a CPU quota or an overloaded host, not the app, kept it from accepting.`;
+  else why = `${share(causes.burst, total)} came with the loop free: bursts of connections larger than the backlog (up to ${worst} dropped in one interval).`;
+  const caveat = seenFull ? '' : ` The queue of this process's port${peak ? ` was not seen full at a sample (${peak.queue} at most of ${peak.limit})` : 's was not read'}: the counter is the network namespace's (${netns || 'unknown'}), so other processes in it may own some of the drops, or the bursts fall between samples.`;
+  // A backlog that holds the worst interval's connections (the drops count retransmits too: at most).
+  const backlog = peak ? Math.min(65535, 2 ** Math.ceil(Math.log2(peak.limit + worst))) : null;
+  const advice = [];
+  if (cause === 'blocked') advice.push(`Unblock the event loop${blockedBy ? ` (${blockedBy.name}${blockedBy.caller ? ` at ${blockedBy.caller}` : ''})` : ''}: while it is blocked nothing accepts, and past the backlog every connection attempt waits a second or more. Move CPU work to worker_threads and synchronous I/O off request paths (see eventloop-blocked).`);
+  if (cause === 'cpu') advice.push('Give the process the CPU it waits for (a CPU limit that covers its demand, fewer processes per core): the loop accepts only while it runs (see cpu-throttled, cpu-starved).');
+  if (backlog) advice.push(`Raise the backlog so a burst fits: server.listen({ port, backlog: ${backlog} }) with net.core.somaxconn at least ${backlog} (sysctl; in Kubernetes a namespaced sysctl of the pod); the listen() backlog is capped by somaxconn. The limit now is ${peak.limit}.`);
+  advice.push('Spread the connections over more processes or instances (node:cluster, more replicas behind the load balancer).');
+  advice.push('Reuse connections on the clients\' side (keep-alive agents, a pool): fewer handshakes arrive at once.');
+  return {
+    summary: `The kernel dropped ${total.toLocaleString('en-US')} connection attempts to ${where} in the last ${Math.round(seconds)} s because its accept queue was full (${queueText}): each client waited ${FIRST_RETRANSMIT_S} s or more for a retransmit, and the app never saw them. ${why}${caveat}`,
+    evidence: {
+      overflows: total,
+      intervals,
+      worstInterval: worst,
+      byCause: { ...causes },
+      cause,
+      port: peak ? { address: peak.address, port: peak.port, peakQueue: peak.queue, limit: peak.limit, seenFull } : null,
+      maxBlockedSeconds: cause === 'blocked' ? round(maxBlocked, 3) : null,
+      blockedBy,
+      minCpuShare: minCpuShare === null ? null : round(minCpuShare, 3),
+      synDrops: lastOwn(window).synDrops - firstOwn(window).synDrops,
+      netns,
+    },
+    advice,
+    impact: { requests: total, secondsPerSecond: (total * FIRST_RETRANSMIT_S) / seconds, score: (total * FIRST_RETRANSMIT_S) / seconds },
+  };
+}
+
+function share(n, total) {
+  return n === total ? 'All' : `${n.toLocaleString('en-US')} of them`;
+}
+
+function firstOwn(window) {
+  for (const s of window) if (s.own && s.own[ID]) return s.own[ID];
+  return null;
+}
+
+function lastOwn(window) {
+  for (let i = window.length - 1; i >= 0; i--) if (window[i].own && window[i].own[ID]) return window[i].own[ID];
+  return null;
+}
+
+module.exports = { found, whatBlocked };
