@@ -30,6 +30,8 @@ const CAUSE = attributesOf('nodejs.eventloop.block.cause');
  * @property {string | null} route 'GET /users/:id' when the block ran in an HTTP request's handler
  * @property {import('./summary').Blocker[]} blockers costliest first
  * @property {string | null} uncaptured why there are no blockers, when the block was timed but not captured
+ * @property {{ usedBytes: number, limitBytes: number } | null} heap V8's heap as the block ended,
+ *   where the garbage collector had samples in it (what the finding says of a GC block)
  */
 
 /**
@@ -70,6 +72,12 @@ function probe() {
   }
   const info = require('perf_hooks').performance.nodeTiming.uvMetricsInfo;
   return { route, loops: info && typeof info.loopCount === 'number' ? info.loopCount : -1 };
+}
+
+/** V8's heap now: its used size and its limit (a few microseconds; once per block with GC in it). */
+function heapNow() {
+  const h = require('v8').getHeapStatistics();
+  return { usedBytes: h.used_heap_size, limitBytes: h.heap_size_limit };
 }
 
 class BlockersSampler {
@@ -163,6 +171,7 @@ class BlockersSampler {
     const block = {
       startedMs: m.startedMs, durationSeconds: seconds, ranSeconds: m.ranMs / 1000, capturedSeconds: m.capturedMs / 1000,
       samples: m.samples, gcShare: m.gcShare, route: m.route, blockers: m.blockers, uncaptured: m.uncaptured || null,
+      heap: m.gcShare > 0 ? heapNow() : null,
     };
     const blocks = this.#blocks;
     if (blocks.length < MAX_BLOCKS) return void blocks.push(block);

@@ -22,6 +22,8 @@ const PSEUDO = new Set(['(root)', '(program)', '(idle)']);
  * @typedef {object} Blocker
  * @property {Frame} frame the frame that was running (the top of the stack)
  * @property {Frame | null} appFrame the app's own first frame under it (itself when it is the app's)
+ * @property {Frame | null} call the frame the app's frame called on the way to it: the API or the
+ *   package entry the app called (null when the running frame is the app's, or no app frame)
  * @property {number} share of the block's sampled time
  */
 
@@ -64,21 +66,23 @@ function summarize(profile, { endUs, root }) {
     }
     const frame = frameOf(node, root, true);
     let appFrame = null;
-    for (let at = id; at !== undefined; at = parent.get(at)) {
-      const f = frameOf(nodes.get(at), root, at === id);
-      if (f && isApp(nodes.get(at).callFrame.url)) {
-        appFrame = f;
+    let below = -1; // the node the app's frame called
+    for (let at = id; at !== undefined; below = at, at = parent.get(at)) {
+      if (isApp(nodes.get(at).callFrame.url)) {
+        appFrame = frameOf(nodes.get(at), root, at === id);
         break;
       }
     }
+    let call = null;
+    if (appFrame && below >= 0) call = below === id ? frame : frameOf(nodes.get(below), root, false);
     const key = `${frame.function}\0${frame.file}\0${frame.line}\0${appFrame ? `${appFrame.file}:${appFrame.line}` : ''}`;
     const g = groups.get(key);
     if (g) g.n += n;
-    else groups.set(key, { frame, appFrame, n });
+    else groups.set(key, { frame, appFrame, call, n });
   }
   out.gcShare = gc / out.samples;
   out.blockers = [...groups.values()].sort((a, b) => b.n - a.n).slice(0, MAX_BLOCKERS)
-    .map((g) => ({ frame: g.frame, appFrame: g.appFrame, share: g.n / out.samples }));
+    .map((g) => ({ frame: g.frame, appFrame: g.appFrame, call: g.call, share: g.n / out.samples }));
   return out;
 }
 
