@@ -166,6 +166,42 @@ describe('findings/eventloop-blocked: what blocked the loop', () => {
   });
 });
 
+describe('findings/cpu-starved: the loop\'s JavaScript as a CPU taker, with what ran in its blocks', () => {
+  // cpu-starved's Node 20 case (test/findings/cpu-starved.test.js): the main thread waits for a
+  // CPU half the time while the process uses its one CPU; here its blocks were captured too.
+  function starved(blockers) {
+    const points = [
+      { name: 'nodejs.eventloop.delay.max', attributes: {}, value: 0.02 },
+      { name: 'nodejs.eventloop.delay.p99', attributes: {}, value: 0.01 },
+      { name: 'nodejs.eventloop.utilization', attributes: {}, value: 0.4 },
+      { name: 'process.cpu.budget', attributes: {}, value: 1 },
+    ];
+    const busy = { available: false, reason: 'libuv 1.46.0 (Node 20) does not name its pool threads' };
+    const eventloop = { mainThreadCpuSeconds: 0.08, mainThreadWaitSeconds: 0.5, blockedOnCpuMaxSeconds: 0, processCpuSeconds: 0.98 };
+    const probes = { work: { maxWaitSeconds: 0.01, inFlightSeconds: 0 }, dns: { maxWaitSeconds: 0.01, inFlightSeconds: 0 } };
+    const d = { dns: { inFlight: 0, hosts: [] }, eventloop, threadpool: { size: 4, dnsSlots: 2, pending: {}, probes, busy, tracer: { mode: 'auto', armed: true, armedSince: 1, jobs: [] } } };
+    if (blockers !== undefined) d.blockers = blockers;
+    return { points, details: d };
+  }
+  const find = (samples) => {
+    const engine = createFindingsEngine({ intervalMs: 1000, startTime: 0 });
+    let out = [];
+    samples.forEach((s, i) => {
+      out = engine.evaluate({ ...s, time: (i + 1) * 1000 });
+    });
+    return out.find((f) => f.id === 'cpu-starved');
+  };
+
+  it('names the loop\'s blocks where the capture named them, and says nothing more without its details', () => {
+    const named = find(Array.from({ length: 6 }, () => starved(details([CSV()]))));
+    assert.match(named.summary, /The CPU goes to the event loop's own JavaScript, 0\.08 of a CPU \(utilization 40 %, waiting for a CPU included\); of its blocks of 100 ms or more, 80 % of the time was in csv-parse's `parse` called from src\/import\.js:9, 10 % in `render` at src\/page\.js:12, 10 % in V8's garbage collector; the other 0\.9 CPU/);
+    const bare = find(Array.from({ length: 6 }, () => starved()));
+    assert.equal(bare.summary, named.summary.replace(/; of its blocks of 100 ms or more, [^;]*/, ''));
+    const quiet = find(Array.from({ length: 6 }, () => starved(details([]))));
+    assert.equal(quiet.summary, bare.summary);
+  });
+});
+
 describe('findings/eventloop-blocked: a real blocker named (a child process with --require register.js)', function () {
   this.timeout(60000);
   before(function () {

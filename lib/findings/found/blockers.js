@@ -2,7 +2,7 @@
 
 // What blocked the event loop over some intervals (their summary.blocks, lib/findings/blockers.js),
 // in one place for every finding that says it (eventloop-blocked, listen-queue-overflow,
-// cpu-starved): the blockers costliest first with their share of the blocked time, V8's garbage
+// cpu-starved, cpu-throttled): the blockers costliest first with their share of the blocked time, V8's garbage
 // collector, what could not be seen; their names, the sentence and the advice that fits them.
 // Loaded once a finding needs it.
 
@@ -255,8 +255,28 @@ function said(intervals) {
   return w ? { text: blockersText(w), advice: blockersAdvice(w), evidence: blockersEvidence(w), blockers: w } : null;
 }
 
+/**
+ * The loop's blocks in a clause, for a CPU finding that names the loop's JavaScript as a CPU
+ * taker (cpu-starved, cpu-throttled): "; of its blocks of 100 ms or more, 80 % of the time was in
+ * csv-parse's `parse` called from src/import.js:9, 10 % in V8's garbage collector", or '' where
+ * the capture named nothing in those intervals.
+ * @param {readonly any[]} intervals summaries
+ * @returns {string}
+ */
+function loopTakersText(intervals) {
+  const w = intervals.some((s) => s.blocks) ? blockersOver(intervals) : null;
+  if (!w || !(w.seconds > 0)) return '';
+  const parts = w.named.filter((x) => x.share >= MIN_SHARE).slice(0, 2).map((x) => ({ share: x.share, text: `${pct(x.share)} in ${x.name}` }));
+  const gc = w.gcSeconds / w.seconds;
+  if (gc >= MIN_SHARE) parts.push({ share: gc, text: `${pct(gc)} in V8's garbage collector` });
+  if (parts.length === 0) return '';
+  parts.sort((a, b) => b.share - a.share);
+  parts[0].text = parts[0].text.replace(/^(\d+ %) in/, '$1 of the time was in');
+  return `; of its blocks of ${ms(w.thresholdSeconds)} or more, ${parts.map((p) => p.text).join(', ')}`;
+}
+
 function mb(bytes) {
   return bytes >= 1e9 ? `${round(bytes / 1e9, 2)} GB` : `${Math.round(bytes / 1e6)} MB`;
 }
 
-module.exports = { said, blockersOver, blockerName, blockersText, blockersAdvice, blockersEvidence, topBlocker };
+module.exports = { said, loopTakersText, blockersOver, blockerName, blockersText, blockersAdvice, blockersEvidence, topBlocker };
