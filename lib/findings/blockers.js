@@ -17,6 +17,7 @@ const MAX_KEPT = 5;
  * @property {import('../sources/blockers/summary').Frame | null} appFrame
  * @property {import('../sources/blockers/summary').Frame | null} call
  * @property {string | null} route
+ * @property {string} key what makes it the same blocker over the window (blockerKey())
  * @property {number} seconds its share of each block's samples times the block's duration, summed
  */
 
@@ -106,14 +107,16 @@ function intervalBlocks(d, kept) {
     for (let j = 0; j < list.length; j++) {
       const x = list[j];
       const seconds = s * x.share;
+      const key = blockerKey(x);
       let at = -1;
-      for (let k = 0; k < n; k++) if (sameBlocker(kept2[k], x)) at = k;
+      for (let k = 0; k < n; k++) if (kept2[k].key === key) at = k;
       if (at >= 0) {
         kept2[at].seconds += seconds;
         continue;
       }
-      if (n < kept2.length) Object.assign(kept2[n], { frame: x.frame, appFrame: x.appFrame || null, call: x.call || null, route: b.route || null, seconds });
-      else kept2.push({ frame: x.frame, appFrame: x.appFrame || null, call: x.call || null, route: b.route || null, seconds });
+      const entry = { frame: x.frame, appFrame: x.appFrame || null, call: x.call || null, route: b.route || null, key, seconds };
+      if (n < kept2.length) Object.assign(kept2[n], entry);
+      else kept2.push(entry);
       n++;
     }
   }
@@ -124,17 +127,14 @@ function intervalBlocks(d, kept) {
 }
 
 /**
- * Whether two blockers are the same: the frame that ran, where, and the app's frame under it.
- * @param {{ frame: any, appFrame?: any }} a
+ * What makes two blockers the same: the frame that ran, where, and the app's frame under it.
  * @param {{ frame: any, appFrame?: any }} b
+ * @returns {string}
  */
-function sameBlocker(a, b) {
-  return sameFrame(a.frame, b.frame) && sameFrame(a.appFrame || null, b.appFrame || null);
+function blockerKey(b) {
+  const f = b.frame;
+  const a = b.appFrame;
+  return `${f.function}\0${f.file}\0${f.line}\0${a ? `${a.function}\0${a.file}\0${a.line}` : ''}`;
 }
 
-function sameFrame(a, b) {
-  if (a === b) return true;
-  return Boolean(a && b) && a.function === b.function && a.file === b.file && a.line === b.line;
-}
-
-module.exports = { intervalBlocks, sameBlocker, IntervalBlocks, MAX_KEPT };
+module.exports = { intervalBlocks, IntervalBlocks, MAX_KEPT };

@@ -84,6 +84,21 @@ describe('findings/eventloop-blocked: what blocked the loop', () => {
     assert.match(text, /"appFrame":\{"function":"importCsv","file":"src\/import\.js","line":9/);
   });
 
+  it('counts the blocks reported in the interval after a blocked one (the watchdog reports a block after the sample a timer due during it took), no others', () => {
+    const other = () => block(0.2, { blockers: [{ frame: SPIN, call: null, appFrame: SPIN, share: 1 }] });
+    const f = run([
+      sample(),
+      sample({ blocked: true, blockers: details([]) }),
+      sample({ blocked: true, blockers: details([CSV()]) }), // the first block's report
+      sample({ blockers: details([CSV()]) }), // the second's
+      sample({ blockers: details([]) }),
+      sample({ blockers: details([other()]) }), // neither blocked nor after a blocked interval
+    ]);
+    assert.equal(f.evidence.blockers.blocks, 2);
+    assert.deepEqual(f.evidence.blockers.named.map((x) => x.name), ['csv-parse\'s `parse` called from src/import.js:9', '`render` at src/page.js:12']);
+    assert.equal(f.evidence.blockers.named[1].seconds, 0.06);
+  });
+
   it('names a synchronous API of Node\'s through the app\'s frame, with its asynchronous form', () => {
     const gzip = () => block(0.4, { blockers: [{ frame: frame('writeSync', '', 0), call: frame('gzipSync', 'node:zlib', 850), appFrame: frame('compressReport', 'src/report.js', 20), share: 0.95 }] });
     let f = run([sample(), sample({ blocked: true, blockers: details([gzip()]) }), sample({ blocked: true, blockers: details([gzip()]) })]);

@@ -6,7 +6,6 @@
 // collector, what could not be seen; their names, the sentence and the advice that fits them.
 // Loaded once a finding needs it.
 
-const { sameBlocker } = require('../blockers');
 const { ms, pct, round } = require('../../core/format');
 
 // Blockers named in a finding; a share under MIN_SHARE is left out of the sentence (not the evidence).
@@ -32,6 +31,25 @@ const MIN_SHARE = 0.05;
  */
 
 /**
+ * The intervals whose blocks belong to the picked ones: each picked interval and the one after it.
+ * The watchdog reports a block once its capture is stopped, after the block: a sampling timer due
+ * during the block fires first, and the block lands in the next interval.
+ * @param {readonly any[]} window summaries, oldest first
+ * @param {(s: any) => boolean} pick
+ * @returns {any[]}
+ */
+function reportedIn(window, pick) {
+  const out = [];
+  let before = false;
+  for (const s of window) {
+    const now = pick(s);
+    if (now || before) out.push(s);
+    before = now;
+  }
+  return out;
+}
+
+/**
  * The blocks of some intervals together, or null when none of them has the capture's details
  * (an agent without it: nothing is said of blockers then).
  * @param {readonly any[]} intervals summaries (their .blocks)
@@ -40,7 +58,7 @@ const MIN_SHARE = 0.05;
 function blockersOver(intervals) {
   /** @type {WindowBlockers | null} */
   let out = null;
-  const all = [];
+  const all = new Map(); // key -> the blocker over the intervals
   let unseen = 0; // the most uncaptured seconds in one interval
   for (const s of intervals) {
     const b = s.blocks;
@@ -68,17 +86,17 @@ function blockersOver(intervals) {
     out.uncapturedSeconds += b.uncapturedSeconds;
     out.missed += b.missed;
     for (const x of b.blockers) {
-      const same = all.find((y) => sameBlocker(y, x));
+      const same = all.get(x.key);
       if (same) {
         same.seconds += x.seconds;
         // the route of the interval where it cost the most
         if (x.seconds > same.most) Object.assign(same, { most: x.seconds, route: x.route });
-      } else all.push({ frame: x.frame, call: x.call, appFrame: x.appFrame, route: x.route, seconds: x.seconds, most: x.seconds });
+      } else all.set(x.key, { frame: x.frame, call: x.call, appFrame: x.appFrame, route: x.route, seconds: x.seconds, most: x.seconds });
     }
   }
   if (!out) return null;
   const total = out.seconds;
-  out.named = all.sort((a, b) => b.seconds - a.seconds).slice(0, MAX_NAMED).map((x) => ({
+  out.named = [...all.values()].sort((a, b) => b.seconds - a.seconds).slice(0, MAX_NAMED).map((x) => ({
     name: blockerName(x), frame: x.frame, call: x.call, appFrame: x.appFrame, route: x.route, seconds: x.seconds, share: total > 0 ? x.seconds / total : 0,
   }));
   return out;
@@ -204,13 +222,15 @@ function blockersAdvice(w) {
 }
 
 /**
- * The costliest blocker of some intervals, short, for a finding that names what blocked the loop
- * in passing (listen-queue-overflow): { name, caller? }, or null when none is known.
- * @param {readonly any[]} intervals summaries
+ * The costliest blocker of the picked intervals (and the one after each, reportedIn()), short,
+ * for a finding that names what blocked the loop in passing (listen-queue-overflow):
+ * { name, caller?, share }, or null when none is known.
+ * @param {readonly any[]} window summaries, oldest first
+ * @param {(s: any) => boolean} pick
  * @returns {{ name: string, caller?: string, share: number } | null}
  */
-function topBlocker(intervals) {
-  const w = blockersOver(intervals);
+function topBlocker(window, pick) {
+  const w = blockersOver(reportedIn(window, pick));
   if (!w || w.seconds <= 0) return null;
   const gc = w.gcSeconds / w.seconds;
   const top = w.named[0];
@@ -245,13 +265,15 @@ function blockersEvidence(w) {
 }
 
 /**
- * What a finding says of the blockers of some intervals: its sentence, advice and evidence, or
- * null when none of them has the capture's details.
- * @param {readonly any[]} intervals summaries
+ * What a finding says of the blockers of the picked intervals (and the one after each,
+ * reportedIn()): its sentence, advice and evidence, or null when none of them has the capture's
+ * details.
+ * @param {readonly any[]} window summaries, oldest first
+ * @param {(s: any) => boolean} pick the intervals the finding counts
  * @returns {{ text: string, advice: string[], evidence: object, blockers: WindowBlockers } | null}
  */
-function said(intervals) {
-  const w = blockersOver(intervals);
+function said(window, pick) {
+  const w = blockersOver(reportedIn(window, pick));
   return w ? { text: blockersText(w), advice: blockersAdvice(w), evidence: blockersEvidence(w), blockers: w } : null;
 }
 
@@ -260,10 +282,12 @@ function said(intervals) {
  * taker (cpu-starved, cpu-throttled): "; of its blocks of 100 ms or more, 80 % of the time was in
  * csv-parse's `parse` called from src/import.js:9, 10 % in V8's garbage collector", or '' where
  * the capture named nothing in those intervals.
- * @param {readonly any[]} intervals summaries
+ * @param {readonly any[]} window summaries, oldest first
+ * @param {(s: any) => boolean} pick the intervals the finding counts (with the one after each, reportedIn())
  * @returns {string}
  */
-function loopTakersText(intervals) {
+function loopTakersText(window, pick) {
+  const intervals = reportedIn(window, pick);
   const w = intervals.some((s) => s.blocks) ? blockersOver(intervals) : null;
   if (!w || !(w.seconds > 0)) return '';
   const parts = w.named.filter((x) => x.share >= MIN_SHARE).slice(0, 2).map((x) => ({ share: x.share, text: `${pct(x.share)} in ${x.name}` }));

@@ -101,7 +101,7 @@ function takersText(f) {
   } else if (f.pool.available) {
     out.push(`pool work the tracer did not see (it arms while the pool is full; UVSCOPE_TRACER=on names the kind, callers and routes): ${round(f.pool.computing, 2)} pool threads computing on average`);
   }
-  out.push(`the event loop's own JavaScript, ${round(f.mainCpu, 2)} of a CPU${f.utilization !== null ? ` (utilization ${pct(f.utilization)}, waiting for a CPU included)` : ''}${loopTakersText(f.hot)}`);
+  out.push(`the event loop's own JavaScript, ${round(f.mainCpu, 2)} of a CPU${f.utilization !== null ? ` (utilization ${pct(f.utilization)}, waiting for a CPU included)` : ''}${loopTakersText(f.window, (s) => s.cpuStarved)}`);
   return out.join('; ');
 }
 

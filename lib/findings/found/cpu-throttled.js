@@ -26,7 +26,7 @@ function found(window, first, last, periods, throttled) {
   const host = `${round(last.affinityCpus, 2)}-CPU host`;
   const lateness = f.maxDelaySeconds > 0 ? `, the event loop up to ${ms(f.maxDelaySeconds)} at a time` : '';
   return {
-    summary: `The container's CPU quota (${cpus(last.quotaCpus)} of a ${host}) throttled the process in ${pct(throttled / periods)} of ${periods} periods (${round(seconds, 1)} s): its threads stopped for ${round(f.throttledSeconds, 2)} s in all${lateness}. ${usedBy(f, last, loopTakersText(after))}`,
+    summary: `The container's CPU quota (${cpus(last.quotaCpus)} of a ${host}) throttled the process in ${pct(throttled / periods)} of ${periods} periods (${round(seconds, 1)} s): its threads stopped for ${round(f.throttledSeconds, 2)} s in all${lateness}. ${usedBy(f, last, loopTakersText(after, () => true))}`,
     evidence: {
       quotaCpus: last.quotaCpus,
       budgetCpus: last.budget,

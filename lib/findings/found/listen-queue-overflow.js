@@ -17,11 +17,12 @@ const FIRST_RETRANSMIT_S = 1;
  * What blocked the loop in the intervals the drops count with, where the capture of blocks
  * (lib/sources/blockers/) named it: the costliest blocker, as eventloop-blocked names it
  * (lib/findings/found/blockers.js).
- * @param {readonly any[]} intervals the summaries of the blocked intervals
+ * @param {readonly any[]} window the window of interval summaries
+ * @param {readonly any[]} blocked the summaries of the blocked intervals the drops count with
  * @returns {{ name: string, caller?: string, share: number } | null}
  */
-function whatBlocked(intervals) {
-  return intervals.some((s) => s.blocks) ? topBlocker(intervals) : null;
+function whatBlocked(window, blocked) {
+  return blocked.length && window.some((s) => s.blocks) ? topBlocker(window, (s) => blocked.includes(s)) : null;
 }
 
 /**
@@ -69,7 +70,7 @@ function found(window, lim) {
     prev = o;
     prevSummary = s;
   }
-  const blockedBy = whatBlocked(blockedIntervals);
+  const blockedBy = whatBlocked(window, blockedIntervals);
   const total = causes.blocked + causes.cpu + causes.burst;
   const cause = causes.blocked >= causes.cpu && causes.blocked >= causes.burst ? 'blocked' : causes.cpu >= causes.burst ? 'cpu' : 'burst';
   const seconds = windowSeconds(window);

@@ -38,7 +38,7 @@ module.exports = defineRule({
     const blocked = window.reduce((a, s) => a + s.loopBlocked, 0);
     // What blocked it, where the capture of blocks (lib/sources/blockers/) ran: named in the
     // summary, its frames in the evidence, advice that fits it (lib/findings/found/blockers.js).
-    const said = hot.some((s) => s.blocks) ? require('../found/blockers').said(hot) : null;
+    const said = window.some((s) => s.blocks) ? require('../found/blockers').said(window, (s) => s.loopRanLate && s.loopWasBlocked) : null;
     return {
       summary: `The event loop was blocked for up to ${ms(max)} in ${hot.length} of the last ${window.length} intervals: every request, timer and callback waited that long.${said ? ` ${said.text}` : ''}`,
       evidence: {
