@@ -2,9 +2,9 @@
 
 // What blocked the event loop over some intervals (their summary.blocks, lib/findings/blockers.js),
 // in one place for every finding that says it (eventloop-blocked, listen-queue-overflow,
-// cpu-starved, cpu-throttled): the blockers costliest first with their share of the blocked time, V8's garbage
-// collector, what could not be seen; their names, the sentence and the advice that fits them.
-// Loaded once a finding needs it.
+// cpu-starved, cpu-throttled): the blockers costliest first with their share of the blocked time,
+// V8's garbage collector, what could not be seen; their names, the sentence and the advice that
+// fits them. Loaded once a finding needs it.
 
 const { ms, pct, round } = require('../../core/format');
 
