@@ -54,9 +54,9 @@ describe('sources/blockers', function () {
     assert.ok(blocks.length >= 1, show(blocks));
     const share = blocks[0].blockers.filter((x) => x.appFrame && x.appFrame.function === 'compressReport').reduce((a, x) => a + x.share, 0);
     assert.ok(share > 0.8, show(blocks));
-    // What the app called on the way: zlib's *Sync method (whatever its own name), in node:zlib.
-    const top = blocks[0].blockers[0];
-    assert.equal(top.call && top.call.file, 'node:zlib', show(blocks));
+    // What the app called on the way: zlib's *Sync method (whatever its own name), in node:zlib
+    // (Buffer.alloc's fill, in node:buffer, may have more of the block).
+    assert.ok(blocks[0].blockers.some((x) => x.call && x.call.file === 'node:zlib'), show(blocks));
   });
 
   it('times one long native call (crypto.pbkdf2Sync, ~1 s) and says it could not see inside it', async () => {
