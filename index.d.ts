@@ -65,7 +65,7 @@ export interface TracerOptions {
 
 /** The blockers options. */
 export interface BlockersOptions {
-  /** the capture of what blocked the event loop (a watchdog thread and V8's CPU profiler while a block lasts; Linux): on or off (UVSCOPE_BLOCKERS, default on). */
+  /** the capture of what blocked the event loop (a watchdog thread and V8's CPU profiler while a block lasts; Linux). Off by default until its cost meets the targets (docs/cost.md): starting the profiler stops the main thread 9-41 ms inside a block: on or off (UVSCOPE_BLOCKERS, default off). */
   mode?: 'on' | 'off';
   /** an integer number of milliseconds from 20 to 60000 (a block at least this long is captured) (UVSCOPE_BLOCKERS_THRESHOLD_MS, default 100). */
   thresholdMs?: number;

@@ -136,9 +136,9 @@ describe('findings/eventloop-blocked: what blocked the loop', () => {
     assert.equal(f.advice.length, 1);
     assert.match(f.advice[0], /^100 % of the blocked time ran no JavaScript the profiler could sample: one long native call\. Look for synchronous calls/);
 
-    const off = details([], { capturing: false, unavailable: 'off (UVSCOPE_BLOCKERS=off)' });
+    const off = details([], { capturing: false, unavailable: 'the capture is off (UVSCOPE_BLOCKERS=on turns it on)' });
     f = run([sample(), sample({ blocked: true, blockers: off }), sample({ blocked: true, blockers: off })]);
-    assert.match(f.summary, /waited that long\. What blocked it was not captured: off \(UVSCOPE_BLOCKERS=off\)\.$/);
+    assert.match(f.summary, /waited that long\. What blocked it was not captured: the capture is off \(UVSCOPE_BLOCKERS=on turns it on\)\.$/);
     assert.equal(f.evidence.blockers.capturing, false);
     assert.match(f.advice[0], /^Move CPU-heavy work/, 'the general advice');
 
@@ -231,7 +231,7 @@ describe('findings/eventloop-blocked: a real blocker named (a child process with
     const r = await runNode(['--require', REGISTER, path.join(FIXTURES, 'blockers-app.js')], {
       // The app takes its own samples (the agent's first would come after 10 s, past its end); the
       // findings' window (60 s) holds 6 of them.
-      env: { UVSCOPE_INTERVAL_MS: '10000', UVSCOPE_EXPORTERS: 'none', FIXTURE_SCENARIO: 'twice' },
+      env: { UVSCOPE_INTERVAL_MS: '10000', UVSCOPE_EXPORTERS: 'none', UVSCOPE_BLOCKERS: 'on', FIXTURE_SCENARIO: 'twice' },
       timeoutMs: 30000,
     });
     assert.equal(r.code, 0, r.stderr);

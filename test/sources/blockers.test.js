@@ -15,7 +15,7 @@ const linux = process.platform === 'linux';
 
 async function run(scenario, env = {}) {
   const r = await runNode(['--expose-gc', '--require', REGISTER, APP], {
-    env: { UVSCOPE_INTERVAL_MS: '3600000', UVSCOPE_EXPORTERS: 'none', FIXTURE_SCENARIO: scenario, ...env },
+    env: { UVSCOPE_INTERVAL_MS: '3600000', UVSCOPE_EXPORTERS: 'none', UVSCOPE_BLOCKERS: 'on', FIXTURE_SCENARIO: scenario, ...env },
     timeoutMs: 30000,
   });
   assert.equal(r.code, 0, `the app exits on its own, with 0: ${r.stderr}`);

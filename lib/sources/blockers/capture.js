@@ -102,7 +102,7 @@ class BlockersSampler {
   constructor(options) {
     this.#thresholdMs = options.thresholdMs || 100;
     if (options.mode === 'off') {
-      this.#unavailable = 'off (UVSCOPE_BLOCKERS=off)';
+      this.#unavailable = 'the capture is off (UVSCOPE_BLOCKERS=on turns it on)';
       return;
     }
     const why = unavailable();
