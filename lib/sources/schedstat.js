@@ -8,6 +8,8 @@
 // place (pread at 0, about 4 us): a procfs file, no disk.
 const THREAD_SCHEDSTAT = '/proc/thread-self/schedstat';
 
+const { closeKept } = require('./kept-fd');
+
 /**
  * The calling (main) thread's schedstat, opened once: read() gives [ns on a CPU, ns waiting for
  * one] or null. Null off Linux or where the kernel does not provide it.
@@ -34,13 +36,7 @@ function openSchedstat() {
       }
     },
     close() {
-      if (fd === null) return;
-      try {
-        fs.closeSync(fd);
-      } catch {
-        // already closed
-      }
-      fd = null;
+      fd = closeKept(fd);
     },
   };
   return sched.read() ? sched : (sched.close(), null);

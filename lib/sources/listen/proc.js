@@ -6,6 +6,7 @@
 // process's network namespace's (/proc/net is /proc/self/net).
 
 const fs = require('fs');
+const { closeKept } = require('../kept-fd');
 
 // A LISTEN row's state (include/net/tcp_states.h TCP_LISTEN = 10).
 const LISTEN = 10;
@@ -76,13 +77,7 @@ function openListenTable(file) {
       return found;
     },
     close() {
-      if (fd === null) return;
-      try {
-        fs.closeSync(fd);
-      } catch {
-        // already closed
-      }
-      fd = null;
+      fd = closeKept(fd);
     },
   };
   return table;
@@ -186,13 +181,7 @@ function openNetstat(file = '/proc/net/netstat') {
       return true;
     },
     close() {
-      if (fd === null) return;
-      try {
-        fs.closeSync(fd);
-      } catch {
-        // already closed
-      }
-      fd = null;
+      fd = closeKept(fd);
     },
   };
   return reader;
