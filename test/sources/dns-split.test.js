@@ -171,8 +171,23 @@ describe('sources/dns: the split into waiting for a DNS slot and resolving, agai
     return m ? { named: m[1], waitedMs: Number(m[2]) } : null;
   };
 
+  // The pooled plan, run again (at most 3 times in all) while its setup did not come about: the
+  // work probe must wait behind the jobs beyond the loop's own delay (the interval's poolHeld
+  // signal), and the loop's delay, which the probe's wait is discounted by, can swallow it when
+  // the jobs' threads take the main thread's CPU (a probe wait of 10-19 ms, 1 run in 4-9 here).
+  // The report's words are checked on a run whose setup holds; none in 3 fails the test.
+  async function pooledRun(env = {}) {
+    let r;
+    for (let i = 0; i < 3; i++) {
+      r = await run(POOLED, { sampleFirst: true, pool: POOL_WORK, env });
+      if (r.snapshot.signals && r.snapshot.signals.poolHeld) break;
+    }
+    assert.ok(r.snapshot.signals && r.snapshot.signals.poolHeld, `setup: the work probe waited behind the jobs in none of 3 runs: ${JSON.stringify(r.snapshot.signals)}`);
+    return r;
+  }
+
   it('lookups that had a DNS slot but waited for a thread behind 4 pbkdf2 jobs: wait 0, "resolving" is the whole lookup, and the report says it includes waiting for a thread held by other work', async () => {
-    const r = await run(POOLED, { sampleFirst: true, pool: POOL_WORK });
+    const r = await pooledRun();
     const name = 'pooled.split.test';
     const h = r.host(name);
     const t = r.truth.get(name);
@@ -186,7 +201,13 @@ describe('sources/dns: the split into waiting for a DNS slot and resolving, agai
     // "resolving" (the model cannot see it).
     assert.equal(h.lookups, t.length);
     assert.equal(h.queueWaitSeconds, 0);
-    near(h.resolveSeconds, sum(t, 'wait') + sum(t, 'resolve'), t.length * 0.002, `${name}: resolving holds the wait for a thread`);
+    // The app's own timing encloses uvscope's (its clock is read before the call and after the
+    // callback): uvscope's may be shorter by what the 4 jobs' threads preempted of the main thread
+    // between the two readings (7 ms over 2 lookups, once), never longer. Resolving without the
+    // wait for a thread would be ~0.1 s a lookup against the 0.05 s+ waits checked above.
+    const whole = sum(t, 'wait') + sum(t, 'resolve');
+    assert.ok(h.resolveSeconds <= whole + t.length * 0.001 && h.resolveSeconds >= whole - t.length * TOL,
+      `${name}: resolving holds the wait for a thread: uvscope ${h.resolveSeconds} s, the app's own timing ${whole} s`);
     // What the report says: the work probe (launched after the first sample, behind the jobs)
     // waited for a job to end (less the loop's own delay): no longer than the slowest job took
     // (the app's clock; a loaded machine moves the callbacks' order by a few ms).
@@ -197,7 +218,7 @@ describe('sources/dns: the split into waiting for a DNS slot and resolving, agai
   });
 
   it('the same with the tracer on: the report names the work (crypto (pbkdf2))', async () => {
-    const r = await run(POOLED, { sampleFirst: true, pool: POOL_WORK, env: { UVSCOPE_TRACER: 'on' } });
+    const r = await pooledRun({ UVSCOPE_TRACER: 'on' });
     const held = heldByText(r.text, 'pooled.split.test');
     assert.ok(held, r.text);
     assert.equal(held.named, 'crypto (pbkdf2): ');
@@ -249,7 +270,7 @@ describe('sources/dns: the split into waiting for a DNS slot and resolving, agai
 
     it('says what the text report says of other work that held the pool (4 pbkdf2 jobs), and nothing of it in the twin without them', async () => {
       const clause = /, or waiting for a pool thread held by other work \(.*?\)(?=; recent |$)/;
-      const pooled = runs.get(POOLED) || (await run(POOLED, { sampleFirst: true, pool: POOL_WORK }));
+      const pooled = runs.get(POOLED) || (await pooledRun());
       const text = clause.exec(pooled.text.split('\n').find((l) => l.startsWith('  pooled.split.test: ')));
       assert.ok(text, pooled.text);
       const shown = await pageSplit(pooled.snapshot, 'pooled.split.test');
