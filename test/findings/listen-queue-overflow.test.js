@@ -52,7 +52,7 @@ describe('findings: listen-queue-overflow', () => {
     assert.deepEqual(f.evidence.port, { address: '127.0.0.1', port: '8080', peakQueue: 512, limit: 511, seenFull: true });
     assert.ok(f.evidence.maxBlockedSeconds >= 1.9, `${f.evidence.maxBlockedSeconds}`);
     assert.match(f.summary, /^The kernel dropped 4,920 connection attempts to 127\.0\.0\.1:8080 in the last 6 s because its accept queue was full \(512 waiting against its limit of 511\)/);
-    assert.match(f.summary, /All came while the event loop was blocked or right after \(blocked up to 2\.00 s\)/);
+    assert.match(f.summary, /All came while the event loop was blocked or in the 7 s after, as the clients it dropped retried \(blocked up to 2\.00 s\)/);
     assert.match(f.advice[0], /^Unblock the event loop/);
     assert.ok(f.advice.some((a) => /backlog: 8192 \}\) with net\.core\.somaxconn at least 8192/.test(a)), f.advice.join('\n'));
     assert.ok(f.advice.some((a) => /keep-alive/.test(a)));
@@ -65,6 +65,17 @@ describe('findings: listen-queue-overflow', () => {
   it('drops in the interval right after a block (retransmits meeting the queue it filled) count with the block, not as a burst', () => {
     const f = run([...calm(2), sample({ overflows: 235, queue: 65, limit: 64, delayMax: 1.0, cpu: 1.0 }), sample({ overflows: 401, cpu: 0.9 }), ...calm(1, 401)]);
     assert.deepEqual(f.evidence.byCause, { blocked: 401, cpu: 0, burst: 0 });
+  });
+
+  it('drops up to 7 s after a block (its clients retrying at 1, 3, 7 s, all at once) are its echo, no more of them than the block dropped; later ones and the rest are bursts', () => {
+    // blocked with 500 drops; 3 s later 700 drops with the loop free: 500 echo, 200 burst
+    const f = run([...calm(2), sample({ overflows: 500, queue: 512, delayMax: 1.5, cpu: 1.0 }), ...calm(2, 500), sample({ overflows: 1200 }), ...calm(1, 1200)]);
+    assert.deepEqual(f.evidence.byCause, { blocked: 1000, cpu: 0, burst: 200 });
+    assert.equal(f.evidence.cause, 'blocked');
+    // twin: the same loop-free drops 9 s after the block are a burst of their own
+    const g = run([...calm(2), sample({ overflows: 500, queue: 512, delayMax: 1.5, cpu: 1.0 }), ...calm(8, 500), sample({ overflows: 1200 }), ...calm(1, 1200)]);
+    assert.deepEqual(g.evidence.byCause, { blocked: 500, cpu: 0, burst: 700 });
+    assert.equal(g.evidence.cause, 'burst');
   });
 
   it('names what blocked the loop where the capture of blocks put it on the interval (the hook)', () => {

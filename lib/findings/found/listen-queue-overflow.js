@@ -11,6 +11,10 @@ const ID = 'listen-queue-overflow';
 // TCP's initial retransmission timeout (RFC 6298, Linux TCP_TIMEOUT_INIT): a client whose SYN or
 // final ACK was dropped waits this long before it tries again, then twice that, and so on.
 const FIRST_RETRANSMIT_S = 1;
+// A block's echo: the clients it dropped retry 1, 3 and 7 s after their first attempt, all at
+// once, and a queue the loop drains at its own pace overflows again. Drops up to this long after
+// an interval of drops while blocked are its retransmits, not a burst of new connections.
+const ECHO_S = FIRST_RETRANSMIT_S * (1 + 2 + 4);
 
 /**
  * What blocked the loop in an interval: the hook for the capture of what blocked the event loop
@@ -41,13 +45,16 @@ function found(window, lim) {
   let blockedBy = null;
   let peak = null; // the fullest listener seen at a sample
   let netns = null;
+  let sinceBlockDrops = Infinity; // seconds since the end of the last interval with drops while blocked
+  let blockDrops = 0; // the drops while blocked so far: each is at most one client retrying at a time
   for (const s of window) {
     const o = s.own && s.own[ID];
     if (!o) continue;
     netns = o.netns;
     if (o.limit && (peak === null || o.queue / o.limit > peak.queue / peak.limit)) peak = { address: o.address, port: o.port, queue: o.queue, limit: o.limit };
     if (prev !== null) {
-      const drops = o.overflows - prev.overflows;
+      sinceBlockDrops += o.seconds || 0;
+      let drops = o.overflows - prev.overflows;
       if (drops > 0) {
         intervals++;
         worst = Math.max(worst, drops);
@@ -57,12 +64,21 @@ function found(window, lim) {
         // dropped meet the queue it filled while the loop drains it.
         if (o.blockedSeconds > 0 || prev.blockedSeconds > 0) {
           causes.blocked += drops;
+          blockDrops += drops;
+          sinceBlockDrops = 0;
           maxBlocked = Math.max(maxBlocked, o.blockedSeconds, prev.blockedSeconds);
           blockedBy = blockedBy || whatBlocked(s);
-        } else if (o.cpuShare !== null && o.cpuShare < lim.listenCpuShare) {
+          drops = 0;
+        } else if (sinceBlockDrops <= ECHO_S) {
+          // the block's echo: no more of them than the clients the block dropped
+          const echo = Math.min(drops, blockDrops);
+          causes.blocked += echo;
+          drops -= echo;
+        }
+        if (drops > 0 && o.cpuShare !== null && o.cpuShare < lim.listenCpuShare) {
           causes.cpu += drops;
           minCpuShare = minCpuShare === null ? o.cpuShare : Math.min(minCpuShare, o.cpuShare);
-        } else causes.burst += drops;
+        } else if (drops > 0) causes.burst += drops;
       }
     }
     prev = o;
@@ -74,7 +90,7 @@ function found(window, lim) {
   const seenFull = peak !== null && peak.queue >= peak.limit;
   const queueText = peak ? `${peak.queue} waiting against its limit of ${peak.limit}` : 'its queue not read';
   let why;
-  if (cause === 'blocked') why = `${share(causes.blocked, total)} came while the event loop was blocked or right after (blocked up to ${ms(maxBlocked)}${blockedBy ? `, by ${blockedBy.name}` : ''}): nothing called accept().`;
+  if (cause === 'blocked') why = `${share(causes.blocked, total)} came while the event loop was blocked or in the ${ECHO_S} s after, as the clients it dropped retried (blocked up to ${ms(maxBlocked)}${blockedBy ? `, by ${blockedBy.name}` : ''}): nothing called accept().`;
   else if (cause === 'cpu') why = `${share(causes.cpu, total)} came while the main thread waited for a CPU (it ran ${Math.round((minCpuShare || 0) * 100)} % of its runnable time at worst): a CPU quota or an overloaded host, not the app, kept it from accepting.`;
   else why = `${share(causes.burst, total)} came with the loop free: bursts of connections larger than the backlog (up to ${worst} dropped in one interval).`;
   const caveat = seenFull ? '' : ` The queue of this process's port${peak ? ` was not seen full at a sample (${peak.queue} at most of ${peak.limit})` : 's was not read'}: the counter is the network namespace's (${netns || 'unknown'}), so other processes in it may own some of the drops, or the bursts fall between samples.`;
