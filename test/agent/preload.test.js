@@ -131,9 +131,8 @@ describe('the preload loads only what must precede the app\'s first line', funct
 
   // What waits for something to happen, past the second phase too: a finding's text once its
   // gate passed (lib/findings/found/), the endpoint's hub at the first push from another process
-  // and its member side when another holds the port, the tracer's parts when it first arms, and
-  // timer mode's clock where Node samples each loop iteration. Each loads at its first use (the
-  // findings', endpoint's, tracer's and event-loop tests exercise those paths).
+  // and its member side when another holds the port, and the tracer's parts when it first arms.
+  // Each loads at its first use (the findings', endpoint's and tracer's tests exercise those paths).
   it('a quiet app that was sampled, scraped and served its page has not loaded what waits for something to happen', async () => {
     const r = await runNode(['--require', REGISTER, '-e', `${REPORT}
       const http = require('http');
@@ -161,16 +160,15 @@ describe('the preload loads only what must precede the app\'s first line', funct
       /^lib\/sources\/threadpool\/(jobs|routes|modes)\.js$/,
       // No lookup yet (its requests went to 127.0.0.1): the DNS sampler's model is not made.
       /^lib\/sources\/dns\/(names|slots)\.js$/,
-      ...(mode === 'iteration' ? [/^lib\/sources\/eventloop-(timer|lateness)\.js$/] : []),
     ];
     assert.deepEqual(files.filter((f) => waiting.some((re) => re.test(f))), []);
-    assert.equal(files.includes('lib/sources/eventloop-timer.js'), mode === 'timer', `mode ${mode}`);
-    assert.equal(files.includes('lib/sources/eventloop-lateness.js'), mode === 'timer', `mode ${mode}`);
+    // the loop's delay is read from the sampler's own timer (its only mode)
+    assert.equal(mode, 'timer');
+    assert.ok(files.includes('lib/sources/eventloop-timer.js') && files.includes('lib/sources/eventloop-lateness.js'));
   });
 
-  // The threadpool's work probe was a 1-byte crypto.randomFill: crypto (OpenSSL and its modules,
-  // 2.5 MiB of RSS on Node 20, 3.9 on Node 24) in an app that never used it. It is an fs.access now.
-  // Run from a file: \`node -e\` loads crypto itself.
+  // The threadpool's work probe is an fs.access: crypto (OpenSSL and its modules, MiBs of RSS)
+  // stays out of an app that never uses it. Run from a file: \`node -e\` loads crypto itself.
   it('an app that looks names up while sampled at 100 ms (the pool busy, its probes launched) loads no crypto', async () => {
     const dir = fs.mkdtempSync(path.join(require('os').tmpdir(), 'uvscope-preload-'));
     const app = path.join(dir, 'app.js');
