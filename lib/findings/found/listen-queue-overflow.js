@@ -6,6 +6,7 @@
 
 const { windowSeconds } = require('../window');
 const { ms, round } = require('../../core/format');
+const { topBlocker } = require('./blockers');
 
 const ID = 'listen-queue-overflow';
 // TCP's initial retransmission timeout (RFC 6298, Linux TCP_TIMEOUT_INIT): a client whose SYN or
@@ -17,16 +18,15 @@ const FIRST_RETRANSMIT_S = 1;
 const ECHO_S = FIRST_RETRANSMIT_S * (1 + 2 + 4);
 
 /**
- * What blocked the loop in an interval: the hook for the capture of what blocked the event loop
- * (the holders issue). That capture is to put `blockedBy: { name, caller? }` on the interval's
- * summary (or its signal, once the findings read signals); until it does, this returns null and
- * the finding names the block by its length only.
- * @param {object} summary the interval's summary
- * @returns {{ name: string, caller?: string } | null}
+ * What blocked the loop in the intervals the drops count with, where the capture of blocks
+ * (lib/sources/blockers/) named it: the costliest blocker, as eventloop-blocked names it
+ * (lib/findings/found/blockers.js).
+ * @param {readonly any[]} window the window of interval summaries
+ * @param {readonly any[]} blocked the summaries of the blocked intervals the drops count with
+ * @returns {{ name: string, caller?: string, share: number } | null}
  */
-function whatBlocked(summary) {
-  const b = summary && summary.blockedBy;
-  return b && typeof b.name === 'string' ? b : null;
+function whatBlocked(window, blocked) {
+  return blocked.length && window.some((s) => s.blocks) ? topBlocker(window, (s) => blocked.includes(s)) : null;
 }
 
 /**
@@ -37,12 +37,13 @@ function whatBlocked(summary) {
  */
 function found(window, lim) {
   let prev = null;
+  let prevSummary = null;
   const causes = { blocked: 0, cpu: 0, burst: 0 };
   let intervals = 0;
   let worst = 0; // the most drops in one interval
   let maxBlocked = 0;
   let minCpuShare = null;
-  let blockedBy = null;
+  const blockedIntervals = []; // the summaries of the blocks the drops count with
   let peak = null; // the fullest listener seen at a sample
   let netns = null;
   let sinceBlockDrops = Infinity; // seconds since the end of the last interval with drops while blocked
@@ -67,7 +68,8 @@ function found(window, lim) {
           blockDrops += drops;
           sinceBlockDrops = 0;
           maxBlocked = Math.max(maxBlocked, o.blockedSeconds, prev.blockedSeconds);
-          blockedBy = blockedBy || whatBlocked(s);
+          if (o.blockedSeconds > 0) blockedIntervals.push(s);
+          if (prev.blockedSeconds > 0 && !blockedIntervals.includes(prevSummary)) blockedIntervals.push(prevSummary);
           drops = 0;
         } else if (sinceBlockDrops <= ECHO_S) {
           // the block's echo: no more of them than the clients the block dropped
@@ -82,7 +84,9 @@ function found(window, lim) {
       }
     }
     prev = o;
+    prevSummary = s;
   }
+  const blockedBy = whatBlocked(window, blockedIntervals);
   const total = causes.blocked + causes.cpu + causes.burst;
   const cause = causes.blocked >= causes.cpu && causes.blocked >= causes.burst ? 'blocked' : causes.cpu >= causes.burst ? 'cpu' : 'burst';
   const seconds = windowSeconds(window);
