@@ -18,15 +18,29 @@ const FIRST_RETRANSMIT_S = 1;
 const ECHO_S = FIRST_RETRANSMIT_S * (1 + 2 + 4);
 
 /**
- * What blocked the loop in the intervals the drops count with, where the capture of blocks
- * (lib/sources/blockers/) named it: the costliest blocker, as eventloop-blocked names it
- * (lib/findings/found/blockers.js).
+ * What blocked the loop where the drops count with a block (drops in a blocked interval or the
+ * one after it), as the capture of blocks (lib/sources/blockers/) put it on those intervals'
+ * summaries (summary.blocks): the costliest blocker, as eventloop-blocked names it
+ * (lib/findings/found/blockers.js); null where nothing was captured.
  * @param {readonly any[]} window the window of interval summaries
- * @param {readonly any[]} blocked the summaries of the blocked intervals the drops count with
  * @returns {{ name: string, caller?: string, share: number } | null}
  */
-function whatBlocked(window, blocked) {
-  return blocked.length && window.some((s) => s.blocks) ? topBlocker(window, (s) => blocked.includes(s)) : null;
+function whatBlocked(window) {
+  if (!window.some((s) => s.blocks)) return null;
+  const blocked = new Set();
+  let prev = null;
+  let prevSummary = null;
+  for (const s of window) {
+    const o = s.own && s.own[ID];
+    if (!o) continue;
+    if (prev !== null && o.overflows > prev.overflows) {
+      if (o.blockedSeconds > 0) blocked.add(s);
+      if (prev.blockedSeconds > 0) blocked.add(prevSummary);
+    }
+    prev = o;
+    prevSummary = s;
+  }
+  return blocked.size ? topBlocker(window, (s) => blocked.has(s)) : null;
 }
 
 /**
@@ -37,13 +51,11 @@ function whatBlocked(window, blocked) {
  */
 function found(window, lim) {
   let prev = null;
-  let prevSummary = null;
   const causes = { blocked: 0, cpu: 0, burst: 0 };
   let intervals = 0;
   let worst = 0; // the most drops in one interval
   let maxBlocked = 0;
   let minCpuShare = null;
-  const blockedIntervals = []; // the summaries of the blocks the drops count with
   let peak = null; // the fullest listener seen at a sample
   let netns = null;
   let sinceBlockDrops = Infinity; // seconds since the end of the last interval with drops while blocked
@@ -68,8 +80,6 @@ function found(window, lim) {
           blockDrops += drops;
           sinceBlockDrops = 0;
           maxBlocked = Math.max(maxBlocked, o.blockedSeconds, prev.blockedSeconds);
-          if (o.blockedSeconds > 0) blockedIntervals.push(s);
-          if (prev.blockedSeconds > 0 && !blockedIntervals.includes(prevSummary)) blockedIntervals.push(prevSummary);
           drops = 0;
         } else if (sinceBlockDrops <= ECHO_S) {
           // the block's echo: no more of them than the clients the block dropped
@@ -84,9 +94,8 @@ function found(window, lim) {
       }
     }
     prev = o;
-    prevSummary = s;
   }
-  const blockedBy = whatBlocked(window, blockedIntervals);
+  const blockedBy = whatBlocked(window);
   const total = causes.blocked + causes.cpu + causes.burst;
   const cause = causes.blocked >= causes.cpu && causes.blocked >= causes.burst ? 'blocked' : causes.cpu >= causes.burst ? 'cpu' : 'burst';
   const seconds = windowSeconds(window);

@@ -1,10 +1,14 @@
 'use strict';
 
-// The main thread's side of the blockers source: starts the watchdog worker (watchdog.js), keeps
-// the blocks it reports for the interval (bounded) and their durations in a histogram, and
-// answers its probe. The worker is unref'd and holds nothing of the app: the process exits as if
-// it were not there. Where the capture cannot run (not Linux, no inspector in this build, not the
-// main thread, the worker failed), one warning, details say why, and everything else goes on.
+// The main thread's side of the blockers source: registers the main thread with Sentry's native
+// stack capture (lazily, once), starts the watchdog worker (watchdog.js), answers its "arm"
+// messages (the time, in a shared buffer: the callback that ran when it was posted has returned),
+// keeps the blocks it reports for the interval (bounded) and their durations in a histogram, and
+// gives each block its GC share (V8's gc entries that overlap it) and its route (the request
+// whose handler was on the stack). The worker is unref'd and holds nothing of the app: the
+// process exits as if it were not there. Where the capture cannot run (not Linux, no binary of
+// the native capture for this platform and Node, not the main thread, the worker failed), one
+// warning, details say why, and everything else goes on.
 
 const path = require('path');
 const { Histogram } = require('../../core/histogram');
@@ -15,24 +19,51 @@ const { BLOCK_BUCKETS } = require('./metrics');
 
 // Blocks kept per interval: the longest ones (a loop blocked all the time makes a few a second).
 const MAX_BLOCKS = 10;
-const PROBE = Symbol.for('uvscope.blockers.probe');
 const CAUSE = attributesOf('nodejs.eventloop.block.cause');
+const NATIVE = '@sentry-internal/node-native-stacktrace';
+// GC pauses and request starts remembered (rings): enough to cover the blocks of an interval.
+const GC_RING = 32;
+const REQUEST_RING = 16;
 
 /**
  * @typedef {object} Block
  * @property {number} startedMs when it began (epoch ms, to within a poll)
- * @property {number} durationSeconds as the watchdog timed it (to within a poll)
- * @property {number} ranSeconds of it, the main thread's time on a CPU (the rest it waited for
- *   one); the threshold applies to this
- * @property {number} capturedSeconds the part the profiler sampled (from its start to the block's end)
+ * @property {number} durationSeconds as the watchdog timed it (to within a poll, to the callback's end)
+ * @property {number} ranSeconds of it, the main thread's time not waiting for a CPU; the threshold applies to this
+ * @property {number} capturedSeconds the part the stack samples cover
  * @property {number} samples
- * @property {number} gcShare of the samples, in V8's garbage collector
+ * @property {number} gcShare of the block, in V8's garbage collector (its gc entries)
+ * @property {string | null} gcKind the kind of its longest GC pause (major, minor, incremental, weakcb)
  * @property {string | null} route 'GET /users/:id' when the block ran in an HTTP request's handler
- * @property {import('./summary').Blocker[]} blockers costliest first
+ * @property {import('./summary').Blocker[]} blockers costliest first, shares of the whole block
  * @property {string | null} uncaptured why there are no blockers, when the block was timed but not captured
- * @property {{ usedBytes: number, limitBytes: number } | null} heap V8's heap as the block ended,
- *   where the garbage collector had samples in it (what the finding says of a GC block)
+ * @property {{ usedBytes: number, limitBytes: number } | null} heap V8's heap after the block,
+ *   where the garbage collector had a share of it (what the finding says of a GC block)
  */
+
+let native = null; // the native capture, loaded once
+let registered = false;
+
+/**
+ * The native capture's file, loaded and the main thread registered with it; or why it cannot be.
+ * @returns {{ file: string } | { why: string }}
+ */
+function loadNative() {
+  if (native) return native;
+  try {
+    const file = require.resolve(NATIVE);
+    const m = require(file);
+    if (!registered) {
+      m.registerThread();
+      registered = true;
+    }
+    native = { file };
+  } catch (err) {
+    const abi = process.versions.modules;
+    return { why: `the native stack capture (${NATIVE}, an optional dependency) could not load for ${process.platform}-${process.arch} ABI ${abi}: ${String((err && /** @type {Error} */ (err).message) || err).split('\n')[0]}` };
+  }
+  return native;
+}
 
 /**
  * Why the capture cannot run here, or null when it can.
@@ -40,38 +71,9 @@ const CAUSE = attributesOf('nodejs.eventloop.block.cause');
  */
 function unavailable() {
   if (process.platform !== 'linux') return `needs Linux (/proc), this is ${process.platform}`;
-  let inspector;
-  try {
-    inspector = require('inspector');
-  } catch {
-    return 'this Node.js is built without the inspector';
-  }
-  if (typeof inspector.Session !== 'function' || typeof inspector.Session.prototype.connectToMainThread !== 'function') return 'this Node.js has no inspector Session.connectToMainThread';
   if (!require('worker_threads').isMainThread) return 'not on the main thread (the agent runs in a worker)';
+  if (typeof SharedArrayBuffer !== 'function') return 'no SharedArrayBuffer in this Node.js';
   return null;
-}
-
-/**
- * What the watchdog's probe reads, on the main thread, by an interrupt while a block runs: the
- * route of the HTTP request whose handler is on the stack (Node's HTTPServerAsyncResource holds
- * its socket, whose response holds the request), and libuv's loop count.
- * @returns {{ route: string | null, loops: number }}
- */
-function probe() {
-  let route = null;
-  try {
-    const resource = /** @type {any} */ (require('async_hooks').executionAsyncResource());
-    const req = resource && resource.socket && resource.socket._httpMessage && resource.socket._httpMessage.req;
-    if (req && typeof req.url === 'string') {
-      const { routeOf } = require('../threadpool/routes');
-      const r = routeOf(req.method, req.url);
-      route = `${r.method} ${r.route}`;
-    }
-  } catch {
-    // No route: the block is still reported.
-  }
-  const info = require('perf_hooks').performance.nodeTiming.uvMetricsInfo;
-  return { route, loops: info && typeof info.loopCount === 'number' ? info.loopCount : -1 };
 }
 
 /** V8's heap now: its used size and its limit (a few microseconds; once per block with GC in it). */
@@ -89,15 +91,37 @@ class BlockersSampler {
   #thresholdMs;
   /** @type {Block[]} */
   #blocks = [];
+  /** @type {any[]} blocks reported, not yet given their GC share (its entries come after the block) */
+  #pending = [];
   #dropped = 0;
-  // Captures that did not complete (the main thread answered too late: see watchdog.js missed()).
+  // Stack samples that got no stack (the capture's 5 s wait ran out, the isolate terminating).
   #missed = 0;
   #ready = false;
   /** @type {Map<string, Histogram>} */
   #histograms = new Map();
+  /** @type {BigInt64Array | null} the arm answered last and when (hrtime ns), read by the worker */
+  #answer = null;
+  // performance.now() (ms) to hrtime (ns): both count from the same monotonic clock.
+  #offsetNs = 0;
+  // GC pauses: start (hrtime ns), duration (ns), kind; a ring.
+  #gcStart = new Float64Array(GC_RING);
+  #gcDuration = new Float64Array(GC_RING);
+  #gcKind = new Uint8Array(GC_RING);
+  #gcAt = 0;
+  /** @type {import('perf_hooks').PerformanceObserver | null} */
+  #observer = null;
+  // Requests started (for the route of a block in a request's handler): when (hrtime ns), what.
+  #reqStart = new Float64Array(REQUEST_RING);
+  /** @type {(string | null)[]} */
+  #reqMethod = new Array(REQUEST_RING).fill(null);
+  /** @type {(string | null)[]} */
+  #reqUrl = new Array(REQUEST_RING).fill(null);
+  #reqAt = 0;
+  /** @type {((message: any) => void) | null} */
+  #onRequest = null;
 
   /**
-   * @param {{ mode?: string, thresholdMs?: number, workerFile?: string, pollMs?: number, intervalUs?: number }} options
+   * @param {{ mode?: string, thresholdMs?: number, workerFile?: string, pollMs?: number, sampleMs?: number }} options
    */
   constructor(options) {
     this.#thresholdMs = options.thresholdMs || 100;
@@ -107,21 +131,27 @@ class BlockersSampler {
     }
     const why = unavailable();
     if (why) return void this.#fail(why);
+    const loaded = loadNative();
+    if ('why' in loaded) return void this.#fail(loaded.why);
     try {
       const fs = require('fs');
       const tid = fs.readlinkSync('/proc/thread-self').split('/').pop();
       const { Worker } = require('worker_threads');
       const threshold = this.#thresholdMs;
-      Object.defineProperty(globalThis, PROBE, { value: probe, configurable: true, writable: true, enumerable: false });
+      const shared = new SharedArrayBuffer(16);
+      this.#answer = new BigInt64Array(shared);
+      this.#offsetNs = Number(process.hrtime.bigint()) - require('perf_hooks').performance.now() * 1e6;
       const worker = new Worker(options.workerFile || path.join(__dirname, 'watchdog.js'), {
         workerData: {
-          statPath: `/proc/self/task/${tid}/status`,
+          schedPath: `/proc/self/task/${tid}/schedstat`,
           thresholdMs: threshold,
           // Every quarter of the threshold: a block is noticed within half of it.
           pollMs: options.pollMs || Math.max(5, Math.round(threshold / 4)),
-          armMs: Math.round(threshold / 2),
-          intervalUs: options.intervalUs || 1000,
+          // A stack sample every twentieth of the threshold while a block lasts (5 ms at 100 ms).
+          sampleMs: options.sampleMs || Math.max(2, Math.round(threshold / 20)),
+          shared,
           root: process.cwd(),
+          nativeFile: loaded.file,
         },
         // The worker needs none of the app's preloads (uvscope's own included) nor its flags.
         execArgv: [],
@@ -138,9 +168,35 @@ class BlockersSampler {
       // After the listeners: adding one refs the worker again.
       worker.unref();
       this.#worker = worker;
+      this.#observe();
     } catch (err) {
       this.#fail(`the watchdog thread could not start: ${err && /** @type {Error} */ (err).message}`);
     }
+  }
+
+  /** GC pauses (V8's gc entries) and request starts, into their rings: what a block is matched with. */
+  #observe() {
+    const { PerformanceObserver } = require('perf_hooks');
+    this.#observer = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        const i = this.#gcAt++ % GC_RING;
+        this.#gcStart[i] = this.#offsetNs + e.startTime * 1e6;
+        this.#gcDuration[i] = e.duration * 1e6;
+        const d = /** @type {any} */ (e).detail;
+        this.#gcKind[i] = d && typeof d.kind === 'number' ? d.kind : 0;
+      }
+    });
+    this.#observer.observe({ entryTypes: ['gc'] });
+    const dc = require('diagnostics_channel');
+    this.#onRequest = (m) => {
+      const req = m && m.request;
+      if (!req) return;
+      const i = this.#reqAt++ % REQUEST_RING;
+      this.#reqStart[i] = Number(process.hrtime.bigint());
+      this.#reqMethod[i] = req.method;
+      this.#reqUrl[i] = req.url;
+    };
+    dc.subscribe('http.server.request.start', this.#onRequest);
   }
 
   #fail(why) {
@@ -150,40 +206,107 @@ class BlockersSampler {
     const worker = this.#worker;
     this.#worker = null;
     if (worker) worker.terminate().catch(() => {});
+    this.#unobserve();
+  }
+
+  #unobserve() {
+    if (this.#observer) this.#observer.disconnect();
+    this.#observer = null;
+    if (this.#onRequest) require('diagnostics_channel').unsubscribe('http.server.request.start', this.#onRequest);
+    this.#onRequest = null;
   }
 
   #onMessage(m) {
     if (!m || typeof m !== 'object') return;
-    if (m.type === 'ready') this.#ready = true;
+    if (m.type === 'arm') {
+      // The callback that ran when the watchdog posted this has returned: the loop is free.
+      const a = this.#answer;
+      if (a) {
+        Atomics.store(a, 1, process.hrtime.bigint());
+        Atomics.store(a, 0, BigInt(m.seq));
+      }
+    } else if (m.type === 'block') {
+      if (this.#pending.length < MAX_BLOCKS * 4) this.#pending.push(m);
+      else this.#dropped++;
+    } else if (m.type === 'ready') this.#ready = true;
     else if (m.type === 'error') reportError('blockers', new Error(String(m.message)));
-    else if (m.type === 'missed') this.#missed++;
-    else if (m.type === 'block') this.#onBlock(m);
-    // 'poke': its only purpose was to run JavaScript here (the session is read meanwhile).
   }
 
-  #onBlock(m) {
-    const seconds = m.durationMs / 1000;
-    const cause = m.gcShare > 0.5 ? 'gc' : 'code';
+  /** The blocks reported since the last call, given their GC share and route, kept and counted. */
+  #settle() {
+    const list = this.#pending;
+    if (list.length === 0) return;
+    this.#pending = [];
+    for (const m of list) this.#keep(this.#blockOf(m));
+  }
+
+  /** @returns {Block} */
+  #blockOf(m) {
+    const start = Number(m.startNs);
+    const end = Number(m.endNs);
+    const durationNs = Math.max(1, end - start);
+    // V8's GC pauses inside the block: its GC share (the stack sample answered after a pause
+    // was weighted with it: the code's shares give it back).
+    let gcNs = 0;
+    let longest = 0;
+    let kind = 0;
+    for (let i = 0; i < GC_RING && i < this.#gcAt; i++) {
+      const a = Math.max(start, this.#gcStart[i]);
+      const b = Math.min(end, this.#gcStart[i] + this.#gcDuration[i]);
+      if (b <= a) continue;
+      gcNs += b - a;
+      if (b - a > longest) {
+        longest = b - a;
+        kind = this.#gcKind[i];
+      }
+    }
+    const gcShare = Math.min(1, gcNs / durationNs);
+    this.#missed += m.missed || 0;
+    const code = 1 - gcShare;
+    return {
+      startedMs: m.startedMs, durationSeconds: m.durationMs / 1000, ranSeconds: m.ranMs / 1000, capturedSeconds: m.capturedMs / 1000,
+      samples: m.samples, gcShare, gcKind: gcShare > 0 ? gcKindName(kind) : null,
+      route: m.inHandler ? this.#routeBefore(Number(m.firstNs)) : null,
+      blockers: m.blockers.map((x) => ({ ...x, share: x.share * code })),
+      uncaptured: m.samples > 0 || gcShare > 0.5 ? null : m.uncaptured || null,
+      heap: gcShare > 0 ? heapNow() : null,
+    };
+  }
+
+  /** The route of the last request started before `ns` (a block in its handler). */
+  #routeBefore(ns) {
+    let best = -1;
+    for (let i = 0; i < REQUEST_RING && i < this.#reqAt; i++) {
+      if (this.#reqStart[i] <= ns && (best < 0 || this.#reqStart[i] > this.#reqStart[best])) best = i;
+    }
+    if (best < 0 || typeof this.#reqUrl[best] !== 'string') return null;
+    try {
+      const { routeOf } = require('../threadpool/routes');
+      const r = routeOf(this.#reqMethod[best], this.#reqUrl[best]);
+      return `${r.method} ${r.route}`;
+    } catch {
+      return null;
+    }
+  }
+
+  /** @param {Block} block */
+  #keep(block) {
+    const cause = block.gcShare > 0.5 ? 'gc' : 'code';
     let h = this.#histograms.get(cause);
     if (!h) this.#histograms.set(cause, (h = new Histogram(BLOCK_BUCKETS)));
-    h.observe(seconds);
-    /** @type {Block} */
-    const block = {
-      startedMs: m.startedMs, durationSeconds: seconds, ranSeconds: m.ranMs / 1000, capturedSeconds: m.capturedMs / 1000,
-      samples: m.samples, gcShare: m.gcShare, route: m.route, blockers: m.blockers, uncaptured: m.uncaptured || null,
-      heap: m.gcShare > 0 ? heapNow() : null,
-    };
+    h.observe(block.durationSeconds);
     const blocks = this.#blocks;
     if (blocks.length < MAX_BLOCKS) return void blocks.push(block);
     // Full: the shortest kept one makes room for a longer one.
     this.#dropped++;
     let min = 0;
     for (let i = 1; i < blocks.length; i++) if (blocks[i].durationSeconds < blocks[min].durationSeconds) min = i;
-    if (blocks[min].durationSeconds < seconds) blocks[min] = block;
+    if (blocks[min].durationSeconds < block.durationSeconds) blocks[min] = block;
   }
 
   /** @returns {import('../index').RawPoint[]} */
   sample() {
+    this.#settle();
     const out = [];
     for (const [cause, h] of this.#histograms) {
       if (h.count > 0) out.push({ name: 'nodejs.eventloop.block.duration', attributes: CAUSE(cause), histogram: h.snapshot() });
@@ -196,6 +319,7 @@ class BlockersSampler {
    * were, and whether the capture runs.
    */
   details() {
+    this.#settle();
     return {
       capturing: this.#unavailable === null,
       ready: this.#ready,
@@ -220,17 +344,27 @@ class BlockersSampler {
       worker.postMessage('close');
       worker.terminate().catch(() => {});
     }
-    if (globalThis[PROBE] === probe) delete globalThis[PROBE];
+    this.#unobserve();
   }
+}
+
+/** perf_hooks' GC kind (entry.detail.kind) by OpenTelemetry's v8js.gc.type names. */
+function gcKindName(kind) {
+  const c = require('perf_hooks').constants;
+  if (kind === c.NODE_PERFORMANCE_GC_MAJOR) return 'major';
+  if (kind === c.NODE_PERFORMANCE_GC_MINOR) return 'minor';
+  if (kind === c.NODE_PERFORMANCE_GC_INCREMENTAL) return 'incremental';
+  if (kind === c.NODE_PERFORMANCE_GC_WEAKCB) return 'weakcb';
+  return 'other';
 }
 
 /**
  * The blockers sampler (see BlockersSampler); its watchdog starts at once.
- * @param {{ mode?: string, thresholdMs?: number, workerFile?: string, pollMs?: number, intervalUs?: number }} [options]
+ * @param {{ mode?: string, thresholdMs?: number, workerFile?: string, pollMs?: number, sampleMs?: number }} [options]
  * @returns {BlockersSampler}
  */
 function createBlockersSampler(options = {}) {
   return new BlockersSampler(options);
 }
 
-module.exports = { createBlockersSampler, MAX_BLOCKS, _internal: { probe, unavailable } };
+module.exports = { createBlockersSampler, MAX_BLOCKS, _internal: { unavailable, loadNative } };

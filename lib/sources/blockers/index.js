@@ -10,7 +10,7 @@ const { setting } = require('../../core/setting');
 const { parseOneOf, parseInteger } = require('../../settings/parsers');
 
 const SETTINGS = Object.freeze([
-  setting('blockers.mode', 'UVSCOPE_BLOCKERS', parseOneOf(['on', 'off']), 'on or off', { default: 'off', doc: 'the capture of what blocked the event loop (a watchdog thread and V8\'s CPU profiler while a block lasts; Linux). Off by default until its cost meets the targets (docs/cost.md): starting the profiler stops the main thread 9-41 ms inside a block' }),
+  setting('blockers.mode', 'UVSCOPE_BLOCKERS', parseOneOf(['on', 'off']), 'on or off', { default: 'off', doc: 'the capture of what blocked the event loop (a watchdog thread reading /proc, and stack samples by Sentry\'s native capture while a block lasts; Linux)' }),
   setting('blockers.thresholdMs', 'UVSCOPE_BLOCKERS_THRESHOLD_MS', parseInteger(20, 60000), 'an integer number of milliseconds from 20 to 60000 (a block at least this long is captured)', { default: 100 }),
 ]);
 

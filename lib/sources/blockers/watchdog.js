@@ -1,300 +1,192 @@
 'use strict';
 
 // The watchdog: runs in a worker thread (blockers/capture.js starts it, unref'd). Nothing runs on
-// the main thread while the loop is healthy and no inspector session is attached. Every pollMs
-// (x4 while the main thread is quiet) it reads the kernel's account of the main thread:
-// /proc/self/task/<tid>/schedstat (time on a CPU and waiting for one), and when that was most
-// of the window, .../status (its state, its voluntary switches). A window is blocked when the
-// main thread is running or runnable and did not sleep in it (a loop with nothing to do sleeps in
-// its poll). After armMs of that it connects a session (connectToMainThread), starts V8's CPU
-// profiler (answered by an interrupt of the running JavaScript) and probes the main thread (what
-// it serves, libuv's loop count); past thresholdMs it probes again: a loop that went round in
-// between (a chain of short immediates never sleeps) is no block. When the main thread sleeps
-// again it stops the profiler, disconnects, cuts the profile at the block's end and posts the
-// block with its blockers (summary.js). A block counts when its main-thread CPU time reached
-// thresholdMs (a short callback stretched by a host that gave it no CPU is not a blocker).
+// the main thread while the loop is healthy. Every pollMs (x4 while the main thread is quiet) it
+// reads the kernel's account of the main thread, /proc/self/task/<tid>/schedstat (time on a CPU
+// and waiting for one). When the main thread was awake most of a window it posts the main thread
+// an "arm" message, answered (capture.js writes the time into a shared buffer) as soon as the
+// callback that runs returns: a loop going round answers within a millisecond, a blocked one only
+// when the block ends (a major GC's parallel phases sleep the main thread, so sleeps cannot tell).
+// While the arm is unanswered it takes a stack sample every sampleMs with Sentry's native capture
+// (V8's RequestInterrupt: the stack running during the block, answered at the main thread's next
+// interrupt check; a long native call answers when it returns, its app frame on the stack), each
+// weighted by the time since the previous answer. Once answered, a block that lasted thresholdMs
+// (less the time the main thread waited for a CPU) is posted with its blockers (summary.js).
 
 const fs = require('fs');
 const { parentPort, workerData } = require('worker_threads');
-const { Session } = require('inspector');
+const path = require('path');
 const { summarize } = require('./summary');
 
-const { statPath, thresholdMs, pollMs, armMs, intervalUs, root } = workerData;
+const { schedPath, thresholdMs, pollMs, sampleMs, shared, root, nativeFile } = workerData;
 // While the main thread is quiet (awake under QUIET of the last window) the watchdog polls this
-// much less often: each wake-up of a thread costs ~0.1 ms of CPU on a busy 2-CPU VM, and an idle
-// agent may spend ~1.7 ms a second in all (lib/core/cpu-budget.js's target, 100 ms a minute).
+// much less often: each wake-up of a thread costs ~0.1 ms of CPU on a busy 2-CPU VM.
 const QUIET = 0.1;
 const QUIET_FACTOR = 4;
-// Commands the main thread does not answer within this long are given up (Node 24+ reads an idle
-// main thread's session only when JavaScript runs: a poke message wakes it, see post()).
-const ANSWER_MS = 2000;
+// Samples kept per block: past it, each new one replaces the one after the shortest (a 60 s
+// block at 5 ms would be 12,000 stacks).
+const MAX_SAMPLES = 400;
 
-const session = new Session();
+const { captureStackTrace } = require(nativeFile);
+const answer = new BigInt64Array(shared); // [0] the last arm answered, [1] when (hrtime ns)
+const buf = Buffer.alloc(128);
+// The main thread's answer to an arm (capture.js): a stack in it is after the block.
+const OWN = path.join(__dirname, 'capture.js');
 let fd = -1;
-let schedFd = -1;
-let blockedRunNs = 0;
-const buf = Buffer.alloc(4096);
+let closed = false;
 let lastAt = 0n;
 let lastRun = 0;
-let lastAwake = 0;
-// The main thread's voluntary switches at the last poll that read them, -1 when it did not.
-let lastSleeps = -1;
-let connected = false;
-// Where the main thread's activity began, when a poll first saw it (back-dated by the time it was
-// awake in that window): a block that began in a quiet window is timed from there.
-let entryAt = 0n;
-let entryRun = 0;
-// From a block's end until its capture is stopped and reported: no new capture, no check.
-let stopping = false;
-// The current block: since when the main thread has not slept (hrtime ns), whether the profiler runs.
-let blockedSince = 0n;
-let capturing = false;
-let route = null;
-let loops = -1;
-let confirmed = false;
-/** @type {Promise<void> | null} the capture's start (profiler, probe), then its check */
-let pending = null;
-let checking = false;
-let profiling = false;
-let probedAt = 0n;
-// Starting the profiler parks the main thread while V8 starts its sampling thread (a voluntary
-// switch): until the start is answered, and in the window after, switches do not end the block.
-let starting = false;
-let startedPoll = false;
-let closed = false;
-const STATE = /^State:\s+(\S)/m;
-const VOLUNTARY = /^voluntary_ctxt_switches:\s+(\d+)/m;
-const EVALUATE = 'globalThis[Symbol.for("uvscope.blockers.probe")]?.()';
+let lastWait = 0;
+// The current candidate: the arm posted (its number, when) and where the activity began.
+let seq = 0;
+let since = 0n; // 0n: no candidate
+let sinceWait = 0; // the main thread's wait for a CPU (ns) when it began
+let prevAnswer = 0n; // the last sample's answer, or the start
+/** @type {{ frames: any[], ms: number }[]} */
+let samples = [];
+let missed = 0;
+let firstAt = 0n; // the first sample's answer: inside the block
+let timer = null;
 
-/** The main thread's state (R running or runnable, S sleeping...) and its voluntary switches so far. */
-function readStatus() {
+/** The main thread's time so far (ns) on a CPU and waiting for one; false when unreadable. */
+function readTimes(t) {
   const n = fs.readSync(fd, buf, 0, buf.length, 0);
-  const s = buf.toString('latin1', 0, n);
-  const state = STATE.exec(s);
-  const sleeps = VOLUNTARY.exec(s);
-  return state && sleeps ? { running: state[1] === 'R', sleeps: Number(sleeps[1]) } : null;
-}
-
-/**
- * The main thread's time so far (ns) on a CPU (schedstat's first field) and waiting for one (its
- * second), into `times`; false when unreadable.
- */
-function readTimes(times) {
-  const n = fs.readSync(schedFd, buf, 0, 96, 0);
   const s = buf.toString('latin1', 0, n);
   const a = s.indexOf(' ');
   const b = s.indexOf(' ', a + 1);
-  times.run = Number(s.slice(0, a));
-  times.wait = Number(s.slice(a + 1, b));
-  return a > 0 && b > a && Number.isFinite(times.run) && Number.isFinite(times.wait);
+  t.run = Number(s.slice(0, a));
+  t.wait = Number(s.slice(a + 1, b));
+  return a > 0 && b > a && Number.isFinite(t.run) && Number.isFinite(t.wait);
 }
 const times = { run: 0, wait: 0 };
 
-/** What the main thread answers (capture.js's probe): the request it serves and its loop iteration. */
-async function probe() {
-  const r = await post('Runtime.evaluate', { expression: EVALUATE, returnByValue: true });
-  const v = r && r.result && r.result.value;
-  return v && typeof v === 'object' ? v : { route: null, loops: -1 };
+function arm(now, from) {
+  seq++;
+  since = from;
+  sinceWait = times.wait;
+  prevAnswer = from;
+  samples = [];
+  missed = 0;
+  parentPort.postMessage({ type: 'arm', seq });
 }
 
-function post(method, params) {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${method}: no answer in ${ANSWER_MS} ms`)), ANSWER_MS);
-    session.post(method, params, (err, result) => {
-      clearTimeout(timer);
-      if (err) reject(err);
-      else resolve(result);
-    });
-    // Once the block is over the main thread may be idle: wake it to read this (Node 24+).
-    if (stopping) parentPort.postMessage({ type: 'poke' });
+/** The arm's answer time, or 0n while the main thread has not answered it. */
+function answered() {
+  return Atomics.load(answer, 0) === BigInt(seq) ? Atomics.load(answer, 1) : 0n;
+}
+
+/** One stack sample of the main thread, weighted by the time since the previous answer. */
+function sample() {
+  let frames = null;
+  const asked = process.hrtime.bigint();
+  try {
+    const r = captureStackTrace();
+    for (const k in r) frames = r[k].frames; // the main thread: the only other registered one
+  } catch {
+    frames = null;
+  }
+  let at = process.hrtime.bigint();
+  const end = answered();
+  // The block had ended when this was asked, or the interrupt waited for the next JavaScript
+  // after it (the arm's own answer, here): not the block's stack. Asked during the block and
+  // answered after its callback's last native call (the arm answered meanwhile), it is.
+  if (end !== 0n && (end < asked || frames && frames.some((f) => f.filename === OWN))) return;
+  if (end !== 0n && end < at) at = end;
+  if (!frames || frames.length === 0) {
+    missed++;
+    return;
+  }
+  const ms = Number(at - prevAnswer) / 1e6;
+  prevAnswer = at;
+  if (samples.length >= MAX_SAMPLES) {
+    // Merge the two neighbours whose sum is smallest: the time stays, the resolution drops.
+    let min = 0;
+    for (let i = 1; i < samples.length - 1; i++) if (samples[i].ms + samples[i + 1].ms < samples[min].ms + samples[min + 1].ms) min = i;
+    samples[min + 1].ms += samples[min].ms;
+    samples.splice(min, 1);
+  }
+  if (samples.length === 0) firstAt = at;
+  samples.push({ frames, ms });
+}
+
+/** Whether the block ran in an HTTP server's 'request' handler (its route is the request's). */
+function inHandler(list) {
+  for (const s of list) for (const f of s.frames) if (f.function === 'parserOnIncoming' && f.filename === 'node:_http_server') return true;
+  return false;
+}
+
+/** The block ended at `end` (the arm's answer): posted when it counts. */
+function finish(end) {
+  const start = since;
+  const durationMs = Number(end - start) / 1e6;
+  const waitMs = (times.wait - sinceWait) / 1e6;
+  const list = samples;
+  since = 0n;
+  samples = [];
+  // The threshold is on the time the main thread did not wait for a CPU: a short callback
+  // stretched by a host that gave it no CPU is the cpu-starved finding's, not a blocker.
+  if (durationMs < thresholdMs || durationMs - waitMs < thresholdMs) return;
+  // The time after the last answer ran the last stack sampled.
+  if (list.length && end > prevAnswer) list[list.length - 1].ms += Number(end - prevAnswer) / 1e6;
+  const startedMs = Date.now() - Number(process.hrtime.bigint() - start) / 1e6;
+  const block = summarize(list, root);
+  parentPort.postMessage({
+    type: 'block', durationMs, ranMs: durationMs - waitMs, startedMs, startNs: String(start), endNs: String(end), firstNs: String(firstAt), inHandler: inHandler(list), ...block, missed,
+    uncaptured: block.samples ? null : 'no stack answered during the block (it ended before the first sample)',
   });
 }
 
-function fail(err) {
-  parentPort.postMessage({ type: 'error', message: String((err && err.message) || err) });
-}
-
-/**
- * A capture that did not complete because the main thread answered late or not at all (inside
- * V8's GC, in one native call): its commands time out or meet a profile already gone
- * ("No recording profiles found", "Session was closed"). Counted, not an error of the agent.
- */
-function missed(err) {
-  parentPort.postMessage({ type: 'missed', message: String((err && err.message) || err) });
-}
-
-async function start() {
-  capturing = true;
-  // A session only while a capture runs: none is attached while the loop is healthy, and none
-  // at exit (Node waits for connected sessions there and says so on stderr).
-  if (!connected) {
-    session.connectToMainThread();
-    connected = true;
-  }
-  starting = true;
-  route = null;
-  loops = -1;
-  probedAt = 0n;
-  confirmed = false;
-  checking = false;
-  profiling = false;
-  try {
-    await post('Profiler.enable');
-    await post('Profiler.setSamplingInterval', { interval: intervalUs });
-    await post('Profiler.start');
-    profiling = true;
-    // Answered by an interrupt while the block's callback is on the stack: what it serves.
-    const p = await probe();
-    route = typeof p.route === 'string' ? p.route : null;
-    loops = typeof p.loops === 'number' ? p.loops : -1;
-    probedAt = process.hrtime.bigint();
-  } catch (err) {
-    missed(err);
-  } finally {
-    starting = false;
-    startedPoll = true;
-  }
-}
-
-/** At thresholdMs into a captured block: still the loop iteration the capture began in? */
-async function check() {
-  try {
-    const p = await probe();
-    confirmed = loops >= 0 && p.loops === loops;
-  } catch (err) {
-    missed(err);
-  }
-}
-
-async function stop(since, endedAt, ranMs) {
-  stopping = true;
-  try {
-    await finish(since, endedAt, ranMs);
-  } finally {
-    stopping = false;
-  }
-}
-
-async function finish(since, endedAt, ranMs) {
-  const durationMs = Number(endedAt - since) / 1e6;
-  let profile = null;
-  // An idle main thread may not read its session until something wakes it: a message does.
-  parentPort.postMessage({ type: 'poke' });
-  try {
-    await pending;
-  } catch (err) {
-    missed(err);
-  }
-  // Stopped even when the start was not answered (in time): it may still be, later, and no
-  // profile may keep running.
-  const answer = post('Profiler.stop');
-  parentPort.postMessage({ type: 'poke' });
-  try {
-    profile = (await answer).profile;
-  } catch (err) {
-    if (profiling) missed(err);
-  }
-  capturing = false;
-  session.disconnect();
-  connected = false;
-  // The threshold is on the main thread's time on a CPU: a short callback stretched by a host
-  // that gave the thread no CPU is the cpu-starved finding's, not a blocker.
-  if (durationMs < thresholdMs || ranMs < thresholdMs) return;
-  const startedMs = Date.now() - Number(process.hrtime.bigint() - since) / 1e6;
-  // The main thread answered nothing while the block lasted: no JavaScript ran in it (one call
-  // into native code, a synchronous crypto, zlib or fs call or an addon, or V8's GC), so no
-  // interrupt could start the profiler. Timed, not captured.
-  if (probedAt === 0n || probedAt > endedAt) {
-    parentPort.postMessage({ type: 'block', durationMs, ranMs, startedMs, route: null, samples: 0, capturedMs: 0, gcShare: 0, blockers: [], uncaptured: 'no JavaScript ran during the block (one native call or a GC): the profiler could not start' });
-    return;
-  }
-  // Not confirmed: the loop went round between the probes (many callbacks, none of them a block).
-  if (!confirmed) return;
-  const block = summarize(profile, { endUs: Number(endedAt / 1000n), root });
-  parentPort.postMessage({ type: 'block', durationMs, ranMs, startedMs, route, ...block, uncaptured: null });
-}
-
 function poll() {
+  timer = null;
   if (closed) return;
   const now = process.hrtime.bigint();
-  if (!readTimes(times)) return fail(new Error(`cannot read ${statPath}`));
-  const run = times.run;
-  const awake = times.run + times.wait;
-  // The main thread was on a CPU or waiting for one under half the window: it slept, no block
-  // began. One short read: most polls of a healthy process end here.
+  const prevRun = lastRun;
+  const prevWait = lastWait;
   const wall = Number(now - lastAt);
-  if (blockedSince === 0n && !capturing && awake - lastAwake < wall / 2) {
-    lastAt = now;
-    lastRun = run;
-    lastAwake = awake;
-    lastSleeps = -1;
-    entryAt = 0n;
-    setTimeout(poll, awake - lastAwake < QUIET * wall ? pollMs * QUIET_FACTOR : pollMs);
-    return;
-  }
-  if (lastSleeps < 0 && blockedSince === 0n) {
-    // Awake most of a window after a quiet one: the activity began about this long ago.
-    entryAt = now - BigInt(Math.min(wall, awake - lastAwake));
-    entryRun = lastRun;
-  }
-  const status = readStatus();
-  if (status === null) return fail(new Error(`cannot read ${statPath}`));
-  const tolerate = starting || startedPoll;
-  if (!starting) startedPoll = false;
-  const blocked = status.running && lastSleeps >= 0 && (status.sleeps === lastSleeps || (capturing && tolerate));
-  if (blocked) {
-    if (blockedSince === 0n) {
-      blockedSince = entryAt !== 0n ? entryAt : lastAt;
-      blockedRunNs = entryAt !== 0n ? entryRun : lastRun;
-    }
-    const ms = Number(now - blockedSince) / 1e6;
-    if (stopping) {
-      // The previous capture is still being stopped: this block is timed from here, uncaptured.
-    } else if (!capturing && ms >= armMs) {
-      pending = start();
-    } else if (capturing && !checking && loops >= 0 && ms >= thresholdMs && now - probedAt >= BigInt(pollMs) * 1000000n) {
-      // A poll after the start's probe at least: two probes answered together would read the
-      // same count whatever the loop did.
-      checking = true;
-      pending = check();
-    }
-  } else if (lastSleeps >= 0) {
-    entryAt = 0n; // a window with a sleep: the next activity starts afresh
-  }
-  if (!blocked && blockedSince !== 0n) {
-    const since = blockedSince;
-    blockedSince = 0n;
-    // The block ended in this window: at its start, give or take the window.
-    if (capturing) stop(since, lastAt, (run - blockedRunNs) / 1e6);
-  }
+  if (!readTimes(times)) return void parentPort.postMessage({ type: 'error', message: `cannot read ${schedPath}` });
   lastAt = now;
-  lastRun = run;
-  lastAwake = awake;
-  lastSleeps = status.sleeps;
-  setTimeout(poll, pollMs);
+  lastRun = times.run;
+  lastWait = times.wait;
+  const awake = times.run + times.wait - prevRun - prevWait;
+  let next = pollMs;
+  if (since !== 0n) {
+    // Armed: answered (the block, if any, ended), else one more sample.
+    let end = answered();
+    if (end === 0n) {
+      sample();
+      end = answered();
+    }
+    if (end !== 0n) finish(end);
+    else next = sampleMs;
+  } else if (awake >= wall / 2) {
+    // Awake most of a window: the activity began about this long ago (or at the last answer).
+    const from = now - BigInt(Math.min(wall, awake));
+    const last = Atomics.load(answer, 1);
+    arm(now, last > from ? last : from);
+    next = sampleMs;
+  } else if (awake < QUIET * wall) {
+    next = pollMs * QUIET_FACTOR;
+  }
+  timer = setTimeout(poll, next);
 }
 
-(async () => {
-  try {
-    fd = fs.openSync(statPath, 'r');
-    schedFd = fs.openSync(statPath.replace(/status$/, 'schedstat'), 'r');
-    lastAt = process.hrtime.bigint();
-    if (readTimes(times)) {
-      lastRun = times.run;
-      lastAwake = times.run + times.wait;
-    }
-    parentPort.on('message', (m) => {
-      if (m === 'close') {
-        closed = true;
-        if (connected) session.disconnect();
-        fs.closeSync(fd);
-        fs.closeSync(schedFd);
-        parentPort.close();
-      }
-    });
-    setTimeout(poll, pollMs);
-    parentPort.postMessage({ type: 'ready' });
-  } catch (err) {
-    fail(err);
+try {
+  fd = fs.openSync(schedPath, 'r');
+  lastAt = process.hrtime.bigint();
+  if (readTimes(times)) {
+    lastRun = times.run;
+    lastWait = times.wait;
   }
-})();
+  parentPort.on('message', (m) => {
+    if (m === 'close') {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      fs.closeSync(fd);
+      parentPort.close();
+    }
+  });
+  timer = setTimeout(poll, pollMs);
+  parentPort.postMessage({ type: 'ready' });
+} catch (err) {
+  parentPort.postMessage({ type: 'error', message: String((err && err.message) || err) });
+}
