@@ -1,9 +1,11 @@
 'use strict';
 
 // The blockers source against blockers the test knows (test/fixtures/blockers-app.js, run with
-// --require register.js): a 400 ms spin in a known route, synchronous built-ins named through the
-// app's frame, forced full GCs; and healthy twins where nothing may be named: a loop ~90 % busy
-// with 2 ms callbacks, a loop that never sleeps (1 ms immediates), single 60 ms blocks.
+// --require register.js): a 400 ms spin at a known line in a known route, synchronous built-ins
+// named through the app's frame, forced full GCs; and healthy twins where nothing may be named: a
+// loop ~90 % busy with 2 ms callbacks, a loop that never sleeps (1 ms immediates), single 60 ms
+// blocks. Durations are asserted with wide bounds (a loaded 2-core machine), what the app did is
+// the truth: its spin's line, its functions, V8's own gc entries.
 
 const assert = require('node:assert/strict');
 const path = require('path');
@@ -19,8 +21,8 @@ async function run(scenario, env = {}) {
     timeoutMs: 30000,
   });
   assert.equal(r.code, 0, `the app exits on its own, with 0: ${r.stderr}`);
-  // No session left attached at exit (Node would wait for it and say so), no failure of its own.
-  assert.doesNotMatch(r.stderr, /Waiting for the debugger|UVSCOPE_INTERNAL_ERROR/);
+  // No failure of its own, no warning (the native capture loads on every supported Node).
+  assert.doesNotMatch(r.stderr, /UVSCOPE_INTERNAL_ERROR|UVSCOPE_BLOCKERS_UNAVAILABLE/);
   return { ...lastJson(r.stdout), stderr: r.stderr };
 }
 
@@ -32,18 +34,21 @@ describe('sources/blockers', function () {
     if (!linux) this.skip();
   });
 
-  it('names a 400 ms spin in GET /orders/:id, with its share and the route, and times it', async () => {
-    const { blocks, points } = await run('route');
+  it('names a 400 ms spin at its line in GET /orders/:id, with its share and the route, and times it', async () => {
+    const { blocks, points, facts } = await run('route');
     assert.equal(blocks.length, 1, show(blocks));
     const [b] = blocks;
-    assert.ok(b.durationSeconds > 0.25 && b.durationSeconds < 0.8, show(blocks));
+    assert.ok(b.durationSeconds > 0.3 && b.durationSeconds < 2, show(blocks));
     assert.equal(b.route, 'GET /orders/:id');
     const top = b.blockers[0];
     // spinFor, or the handler it was inlined into (V8 shows an inlined callee as its caller).
     assert.equal(top.frame.file, FILE, show(blocks));
+    assert.equal(top.frame.line, facts.spinLine, show(blocks));
     assert.ok(['spinFor', '(anonymous)'].includes(top.frame.function), show(blocks));
     assert.ok(top.share > 0.6, show(blocks));
     assert.equal(top.frame.package, null);
+    assert.deepEqual(top.appFrame, top.frame);
+    assert.ok(b.samples >= 5, show(blocks));
     assert.ok(b.gcShare < 0.2);
     const p = points.find((x) => x.attributes['nodejs.eventloop.block.cause'] === 'code');
     assert.ok(p && p.histogram.count === 1, JSON.stringify(points));
@@ -52,28 +57,33 @@ describe('sources/blockers', function () {
   it('names zlib.gzipSync through the app\'s frame (compressReport)', async () => {
     const { blocks } = await run('gzip');
     assert.ok(blocks.length >= 1, show(blocks));
+    const all = blocks.flatMap((b) => b.blockers);
     const share = blocks[0].blockers.filter((x) => x.appFrame && x.appFrame.function === 'compressReport').reduce((a, x) => a + x.share, 0);
-    assert.ok(share > 0.8, show(blocks));
+    assert.ok(share > 0.6, show(blocks));
     // What the app called on the way: zlib's *Sync method (whatever its own name), in node:zlib
     // (Buffer.alloc's fill, in node:buffer, may have more of the block).
-    assert.ok(blocks[0].blockers.some((x) => x.call && x.call.file === 'node:zlib'), show(blocks));
+    assert.ok(all.some((x) => x.call && x.call.file === 'node:zlib'), show(blocks));
   });
 
-  it('times one long native call (crypto.pbkdf2Sync, ~1 s) and says it could not see inside it', async () => {
+  it('names one long native call (crypto.pbkdf2Sync, ~1 s) through the app\'s frame: its sample is answered when the call returns', async () => {
     const { blocks } = await run('pbkdf2');
     assert.equal(blocks.length, 1, show(blocks));
-    assert.ok(blocks[0].durationSeconds > 0.5, show(blocks));
-    // No JavaScript runs inside the call: no interrupt starts the profiler, unless it ran after.
-    const named = blocks[0].blockers.some((x) => x.appFrame && x.appFrame.function === 'hashPassword');
-    assert.ok(named || /native call/.test(blocks[0].uncaptured), show(blocks));
+    assert.ok(blocks[0].durationSeconds > 0.3, show(blocks));
+    const x = blocks[0].blockers[0];
+    assert.ok(x && x.appFrame && x.appFrame.function === 'hashPassword', show(blocks));
+    assert.equal(x.call.function, 'pbkdf2Sync', show(blocks));
+    assert.ok(x.share > 0.8, show(blocks));
   });
 
-  it('gives forced full GCs their share (V8\'s garbage collector)', async function () {
-    // Interrupts wait for a GC to end, so the profiler starts late and catches a varying part of
-    // the GCs: one run in three named too little of it on this machine.
-    this.retries(2);
-    const { blocks } = await run('gc');
-    assert.ok(blocks.some((b) => b.gcShare >= 0.25), show(blocks));
+  it('names forced full GCs as V8\'s garbage collector (major), from V8\'s own gc entries', async () => {
+    const { blocks, points } = await run('gc');
+    const gc = blocks.filter((b) => b.gcShare >= 0.5);
+    assert.ok(gc.length >= 1, show(blocks));
+    assert.equal(gc[0].gcKind, 'major', show(blocks));
+    assert.ok(gc[0].heap && gc[0].heap.usedBytes > 0, show(blocks));
+    // The code's shares give the GC its time back: together they are the block, at most.
+    assert.ok(gc[0].blockers.reduce((a, x) => a + x.share, 0) <= 1 - gc[0].gcShare + 1e-9, show(blocks));
+    assert.ok(points.some((x) => x.attributes['nodejs.eventloop.block.cause'] === 'gc'), JSON.stringify(points));
   });
 
   for (const scenario of ['busy', 'chain', 'short']) {
@@ -82,7 +92,8 @@ describe('sources/blockers', function () {
       assert.equal(details.capturing, true, details.unavailable);
       assert.equal(details.ready, true);
       if (scenario === 'busy') assert.ok(facts.elu > 0.8, `the loop was ${facts.elu} busy`);
-      assert.deepEqual(blocks, [], show(blocks));
+      // Blocks that ended before the scenario began are the app's start (loading the agent's code).
+      assert.deepEqual(blocks.filter((b) => b.startedMs + b.durationSeconds * 1000 > facts.t0), [], show(blocks));
     });
   }
 
@@ -92,6 +103,19 @@ describe('sources/blockers', function () {
     assert.match(details.unavailable, /off/);
     assert.deepEqual(blocks, []);
     assert.doesNotMatch(stderr, /UVSCOPE_BLOCKERS_UNAVAILABLE/);
+  });
+
+  it('a native capture that cannot load: one warning naming why, details say so, the app goes on', async () => {
+    const r = await runNode(['--require', REGISTER, APP], {
+      env: { UVSCOPE_INTERVAL_MS: '3600000', UVSCOPE_EXPORTERS: 'none', UVSCOPE_BLOCKERS: 'on', FIXTURE_SCENARIO: 'route', SENTRY_STACK_TRACE_BINARY_PATH: path.join(FIXTURES, 'no-such-binary.node') },
+      timeoutMs: 30000,
+    });
+    assert.equal(r.code, 0, r.stderr);
+    const { details, blocks } = lastJson(r.stdout);
+    assert.equal(details.capturing, false);
+    assert.match(details.unavailable, /native stack capture .* could not load for linux-\w+ ABI \d+/);
+    assert.deepEqual(blocks, []);
+    assert.equal(r.stderr.match(/UVSCOPE_BLOCKERS_UNAVAILABLE/g).length, 1, r.stderr);
   });
 
   it('a watchdog that fails: one warning, details say so, the app goes on', async () => {

@@ -22,7 +22,7 @@ const MIN_SHARE = 0.05;
  * @property {number} maxSeconds
  * @property {number} gcSeconds in V8's garbage collector
  * @property {number} maxGcSeconds the most GC in one block
- * @property {number} uncapturedSeconds in blocks the profiler did not see into
+ * @property {number} uncapturedSeconds in blocks no stack sample saw into
  * @property {string | null} uncaptured why not (the longest such block's reason)
  * @property {number} missed captures that did not complete
  * @property {{ usedBytes: number, limitBytes: number } | null} heap after the block with the most GC
@@ -165,7 +165,7 @@ function blockersText(w) {
   const gc = w.seconds > 0 ? w.gcSeconds / w.seconds : 0;
   if (gc >= MIN_SHARE) parts.push({ share: gc, text: `${pct(gc)} in V8's garbage collector (up to ${ms(w.maxGcSeconds)} in one block${w.heap ? `; the heap held ${mb(w.heap.usedBytes)} of its ${mb(w.heap.limitBytes)} limit after it` : ''})` });
   const unseen = w.seconds > 0 ? w.uncapturedSeconds / w.seconds : 0;
-  if (unseen >= MIN_SHARE) parts.push({ share: unseen, text: `${pct(unseen)} in blocks the profiler could not see into (${w.uncaptured || 'not captured'})` });
+  if (unseen >= MIN_SHARE) parts.push({ share: unseen, text: `${pct(unseen)} in blocks no stack sample saw into (${w.uncaptured || 'not captured'})` });
   parts.sort((a, b) => b.share - a.share);
   const timed = `${w.blocks} block${w.blocks === 1 ? '' : 's'} of ${ms(w.thresholdSeconds)} or more the watchdog timed in them (${ms(w.seconds)} in all, up to ${ms(w.maxSeconds)})`;
   if (parts.length === 0) return `Of the ${timed}, no one place had ${pct(MIN_SHARE)} of the time.`;
@@ -217,7 +217,7 @@ function blockersAdvice(w) {
       : `V8's garbage collector has ${pct(gc)} of the blocked time${h ? ` (the heap ${mb(h.usedBytes)} of its ${mb(h.limitBytes)} limit)` : ''}: allocate less on the loop (large strings and buffers, JSON of large bodies, objects kept across requests), so fewer objects survive to the old generation.`);
   }
   const unseen = w.seconds > 0 ? w.uncapturedSeconds / w.seconds : 0;
-  if (unseen >= 0.1) out.push(`${pct(unseen)} of the blocked time ran no JavaScript the profiler could sample: one long native call. Look for synchronous calls on the blocked path (fs, zlib and crypto *Sync calls, JSON.parse or JSON.stringify of a large body, a native addon) and use their asynchronous forms, a streaming parser, or worker_threads.`);
+  if (unseen >= 0.1) out.push(`${pct(unseen)} of the blocked time was in blocks no stack sample saw into: one long native call that ended the block. Look for synchronous calls on the blocked path (fs, zlib and crypto *Sync calls, JSON.parse or JSON.stringify of a large body, a native addon) and use their asynchronous forms, a streaming parser, or worker_threads.`);
   return out;
 }
 
