@@ -65,7 +65,7 @@ export interface TracerOptions {
 
 /** The blockers options. */
 export interface BlockersOptions {
-  /** the capture of what blocked the event loop (a watchdog thread and V8's CPU profiler while a block lasts; Linux). Off by default until its cost meets the targets (docs/cost.md): starting the profiler stops the main thread 9-41 ms inside a block: on or off (UVSCOPE_BLOCKERS, default off). */
+  /** the capture of what blocked the event loop: a watchdog thread reads the main thread's CPU time in /proc and, while a block lasts, samples its JavaScript stack (Sentry's native capture; each sample stops the main thread about 0.1 ms); Linux. Off by default: its worker thread costs +10 MB of RSS on Node 20, +18 MB on Node 24 (docs/cost.md): on or off (UVSCOPE_BLOCKERS, default off). */
   mode?: 'on' | 'off';
   /** an integer number of milliseconds from 20 to 60000 (a block at least this long is captured) (UVSCOPE_BLOCKERS_THRESHOLD_MS, default 100). */
   thresholdMs?: number;

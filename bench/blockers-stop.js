@@ -1,126 +1,115 @@
 'use strict';
 
-// How long the main thread stops when a watchdog worker's inspector session
-// (connectToMainThread) starts and stops V8's CPU profiler during a block, and what each sample
-// costs the main thread, for the blocked-loop capture (lib/sources/blockers/).
+// How long the main thread stops for each stack sample of the blocked-loop capture
+// (lib/sources/blockers/): a worker calls Sentry's native captureStackTrace() (V8's
+// RequestInterrupt, answered at the main thread's next interrupt check) every --every-ms while
+// the main thread spins in JavaScript at a stack --depth frames deep.
 //
-//   node bench/blockers-stop.js [--rounds 5] [--interval-us 1000]
+//   node bench/blockers-stop.js [--rounds 5] [--every-ms 5] [--depth 30]
 //
-// The main thread spins in JavaScript, reading performance.now() in a tight loop: the longest gap
-// between two readings while the worker's Profiler.start (then Profiler.stop) is answered is the
-// stop that command caused; the spin's readings per ms with the profiler running against without
-// give the cost per sample (fraction of lost readings x the sampling interval). Bounded: rounds x
-// ~1.5 s; a watchdog aborts after 60 s.
+// The spin does a fixed amount of work (reading performance.now() N times); the main thread's own
+// time on a CPU for it (/proc/thread-self/schedstat: preemption by the other processes of a shared
+// machine does not count) sampled against without, over the samples taken, is what one sample
+// costs the main thread: how long it stops it (the interrupt's stack walk). The longest gap
+// between two readings is wall time (preemption counts), shown against the baseline's. The worker
+// times each capture's round trip. Bounded: rounds x ~0.5 s; a watchdog aborts after 60 s.
 
 const { Worker } = require('worker_threads');
 const { performance } = require('perf_hooks');
+const native = require.resolve('@sentry-internal/node-native-stacktrace');
 
 function parseArgs(argv) {
-  const opts = { rounds: 5, 'interval-us': 1000 };
+  const opts = { rounds: 5, 'every-ms': 5, depth: 30 };
   for (let i = 0; i < argv.length; i++) {
-    const m = /^--(rounds|interval-us)(?:=(.*))?$/.exec(argv[i]);
-    if (!m) throw new Error(`unknown argument ${argv[i]}: node bench/blockers-stop.js [--rounds 5] [--interval-us 1000]`);
+    const m = /^--(rounds|every-ms|depth)(?:=(.*))?$/.exec(argv[i]);
+    if (!m) throw new Error(`unknown argument ${argv[i]}: node bench/blockers-stop.js [--rounds 5] [--every-ms 5] [--depth 30]`);
     opts[m[1]] = Number(m[2] !== undefined ? m[2] : argv[++i]);
   }
   return opts;
 }
 
-// Note: the figures are wall-clock gaps; on a shared machine the thread's own preemption adds to
-// them (the baseline row shows how much).
-// The worker: waits for a command in shared memory, posts it on its session, stores when the
-// answer came and the profile's sample count.
+// The worker: while state[0] is 1, a capture, then a sleep of everyMs (as the watchdog's timer
+// does); counts captures and sums their round trips.
 const WORKER = `
-const { workerData, parentPort } = require('worker_threads');
-const { Session } = require('inspector');
+const { workerData } = require('worker_threads');
+const { captureStackTrace } = require(workerData.native);
 const state = new Int32Array(workerData.sab);
-const session = new Session();
-session.connectToMainThread();
-function post(method, params) { return new Promise((res, rej) => session.post(method, params, (e, r) => (e ? rej(e) : res(r)))); }
-parentPort.on('message', async ({ cmd, seq }) => {
-    if (cmd === 9) return session.disconnect();
-    if (cmd === 3) {
-      await post('Profiler.enable');
-      await post('Profiler.setSamplingInterval', { interval: workerData.intervalUs });
-    }
-    const r = cmd === 3 ? null : await post(cmd === 1 ? 'Profiler.start' : 'Profiler.stop');
-    Atomics.store(state, 1, cmd === 2 ? r.profile.samples.length : 0);
-    Atomics.store(state, 0, 0);
-    Atomics.store(state, 2, seq);
-});
+const trips = new Float64Array(workerData.trips);
+for (;;) {
+  Atomics.wait(state, 0, 0);
+  if (Atomics.load(state, 0) === 2) break;
+  while (Atomics.load(state, 0) === 1) {
+    Atomics.wait(state, 1, 0, workerData.everyMs);
+    const t0 = process.hrtime.bigint();
+    const r = captureStackTrace();
+    const dt = Number(process.hrtime.bigint() - t0) / 1e6;
+    trips[0] += dt;
+    trips[1] = Math.max(trips[1], dt);
+    trips[2] += 1;
+    trips[3] = Object.values(r)[0] ? Object.values(r)[0].frames.length : 0;
+  }
+}
 `;
 
-/** Spins for ms; the longest gap between two clock readings (ms) and the readings per ms. */
-function spin(ms) {
-  const t0 = performance.now();
-  let last = t0;
-  let maxGap = 0;
-  let n = 0;
-  for (;;) {
-    const now = performance.now();
-    const gap = now - last;
-    if (gap > maxGap) maxGap = gap;
-    last = now;
-    n++;
-    if (now - t0 >= ms) break;
-  }
-  return { maxGap, perMs: n / (performance.now() - t0) };
-}
+const fs = require('fs');
+/** The main thread's time on a CPU so far (ns). */
+const runNs = () => Number(fs.readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ')[0]);
 
-/** Spins until the worker answered `cmd` (1 start, 2 stop); gap while waiting, answer delay. */
-let seq = 0;
-function during(worker, state, cmd) {
-  const mine = ++seq;
-  // The clock starts before the post: the command may be answered (by an interrupt) at the first
-  // check for one after it, before the next line.
-  const t0 = performance.now();
-  let last = t0;
-  worker.postMessage({ cmd, seq: mine });
+/** Reads the clock n times at `depth` frames; the longest gap between two readings (ms), CPU ns. */
+function spinAt(depth, n) {
+  if (depth > 1) return spinAt(depth - 1, n);
+  const run0 = runNs();
+  let last = performance.now();
   let maxGap = 0;
-  for (;;) {
+  for (let i = 0; i < n; i++) {
     const now = performance.now();
     if (now - last > maxGap) maxGap = now - last;
     last = now;
-    if (Atomics.load(state, 2) === mine) return { maxGap, answeredMs: now - t0, samples: Atomics.load(state, 1) };
-    if (now - t0 > 1000) return { maxGap, answeredMs: NaN, samples: 0 };
   }
+  return { maxGap, cpuNs: runNs() - run0 };
 }
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const dog = setTimeout(() => { console.error('watchdog: aborting'); process.exit(2); }, 60000);
-  const sab = new SharedArrayBuffer(16);
+  require(native).registerThread();
+  const sab = new SharedArrayBuffer(8); // [0] 1 sampling, 2 done; [1] stays 0 (the worker's sleep)
+  const tripsBuf = new SharedArrayBuffer(32);
   const state = new Int32Array(sab);
-  const worker = new Worker(WORKER, { eval: true, workerData: { sab, intervalUs: opts['interval-us'] } });
+  const trips = new Float64Array(tripsBuf);
+  const worker = new Worker(WORKER, { eval: true, workerData: { sab, trips: tripsBuf, native, everyMs: opts['every-ms'] } });
   await new Promise((r) => setTimeout(r, 300)); // the worker is up
-  // An idle main thread may not answer its session (Node 24+: not before its next timer): every
-  // command is posted while it spins, as the watchdog's are while the loop is blocked.
-  during(worker, state, 3);
+  // Readings for ~200 ms of spin on this machine.
+  const t0 = performance.now();
+  spinAt(opts.depth, 1e6);
+  const n = Math.round((1e6 * 200) / (performance.now() - t0));
   const rows = [];
   for (let r = 0; r < opts.rounds; r++) {
-    const base = spin(200);
-    const start = during(worker, state, 1);
-    const running = spin(200);
-    const stop = during(worker, state, 2);
-    rows.push({ base, start, running, stop });
-    await new Promise((res) => setTimeout(res, 50));
+    const base = spinAt(opts.depth, n);
+    trips.fill(0);
+    Atomics.store(state, 0, 1);
+    Atomics.notify(state, 0);
+    const sampled = spinAt(opts.depth, n);
+    Atomics.store(state, 0, 0);
+    await new Promise((res) => setTimeout(res, 20));
+    rows.push({ base, sampled, n: trips[2], tripMs: trips[0] / trips[2], maxTripMs: trips[1], frames: trips[3], perSampleUs: (sampled.cpuNs - base.cpuNs) / 1000 / trips[2], extra: (sampled.cpuNs - base.cpuNs) / base.cpuNs });
   }
-  worker.postMessage({ cmd: 9, seq: 0 });
+  Atomics.store(state, 0, 2);
+  Atomics.notify(state, 0);
   await worker.terminate();
   clearTimeout(dog);
   const med = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  const f = (x) => x.toFixed(2);
-  const lost = rows.map((x) => 1 - x.running.perMs / x.base.perMs);
-  console.log(`node ${process.version}, sampling interval ${opts['interval-us']} us, ${opts.rounds} rounds (median [min..max])`);
-  const show = (name, xs) => console.log(`${name.padEnd(34)} ${f(med(xs))} [${f(Math.min(...xs))}..${f(Math.max(...xs))}]`);
-  show('Profiler.start answered after (ms)', rows.map((x) => x.start.answeredMs));
-  show('main stopped by start (ms)', rows.map((x) => x.start.maxGap));
-  show('longest gap, profiler running (ms)', rows.map((x) => x.running.maxGap));
+  const f = (x) => x.toFixed(3);
+  console.log(`node ${process.version}, a sample every ${opts['every-ms']} ms, spin ${opts.depth} frames deep, ${opts.rounds} rounds of ~200 ms (median [min..max])`);
+  const show = (name, xs) => console.log(`${name.padEnd(36)} ${f(med(xs))} [${f(Math.min(...xs))}..${f(Math.max(...xs))}]`);
+  show('samples per round', rows.map((x) => x.n));
+  show('frames per sample', rows.map((x) => x.frames));
+  show('round trip per sample (ms)', rows.map((x) => x.tripMs));
+  show('longest round trip (ms)', rows.map((x) => x.maxTripMs));
+  show('longest gap, sampled (ms)', rows.map((x) => x.sampled.maxGap));
   show('longest gap, baseline (ms)', rows.map((x) => x.base.maxGap));
-  show('Profiler.stop answered after (ms)', rows.map((x) => x.stop.answeredMs));
-  show('main stopped by stop (ms)', rows.map((x) => x.stop.maxGap));
-  show('spin lost while profiling (%)', lost.map((x) => x * 100));
-  show('cost per sample (us)', lost.map((x) => x * opts['interval-us']));
-  show('samples per profile', rows.map((x) => x.stop.samples));
+  show('main thread CPU, sampled / base - 1 (%)', rows.map((x) => x.extra * 100));
+  show('main thread per sample (us)', rows.map((x) => x.perSampleUs));
 }
 
 main().catch((err) => { console.error(err); process.exit(1); });

@@ -27,7 +27,7 @@ const REPO = path.resolve(__dirname, '..');
 const REGISTER = path.join(REPO, 'register.js');
 const SERVER = path.join(__dirname, 'fixtures', 'blocking-server.js');
 const WARMUP_S = 1;
-const IDLE_S = 3;
+const IDLE_S = 6;
 const BLOCK_EVERY_MS = 500;
 const VARIANTS = [
   { name: 'without', env: null },
@@ -137,7 +137,7 @@ async function main() {
   for (const [i, v] of VARIANTS.entries()) {
     console.log(`median ${v.name}: idle ${m(i, 'idleMsPerS').toFixed(2)} ms/s, healthy ${m(i, 'healthyUs').toFixed(1)} µs/req, blocking ${m(i, 'blockingUs').toFixed(1)} µs/req (p99 ${m(i, 'blockingP99')} ms), RSS ${m(i, 'rssMb').toFixed(1)} MB`);
   }
-  console.log(`median ratios, on / off: healthy ${ratio('healthyUs', 2, 1)}, blocking ${ratio('blockingUs', 2, 1)}, idle ${ratio('idleMsPerS', 2, 1)}; off / without: healthy ${ratio('healthyUs', 1, 0)}`);
+  console.log(`median ratios, on / off: healthy ${ratio('healthyUs', 2, 1)}, blocking ${ratio('blockingUs', 2, 1)}, idle ${ratio('idleMsPerS', 2, 1)}; off / without: healthy ${ratio('healthyUs', 1, 0)}; idle on - off: ${((m(2, 'idleMsPerS') - m(1, 'idleMsPerS')) * 60).toFixed(0)} ms of CPU a minute`);
 }
 
 main().catch((err) => {

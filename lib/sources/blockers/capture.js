@@ -45,19 +45,22 @@ let native = null; // the native capture, loaded once
 let registered = false;
 
 /**
- * The native capture's file, loaded and the main thread registered with it; or why it cannot be.
+ * The native capture's binary, loaded and the main thread registered with it; or why it cannot
+ * be. The worker loads the binary itself (its package's index would load node-abi's tables there).
  * @returns {{ file: string } | { why: string }}
  */
 function loadNative() {
   if (native) return native;
   try {
-    const file = require.resolve(NATIVE);
-    const m = require(file);
+    const index = require.resolve(NATIVE);
+    const m = require(index);
+    const mod = require.cache[index];
+    const binary = mod && mod.children.find((c) => c.id.endsWith('.node'));
     if (!registered) {
       m.registerThread();
       registered = true;
     }
-    native = { file };
+    native = { file: binary ? binary.id : index };
   } catch (err) {
     const abi = process.versions.modules;
     return { why: `the native stack capture (${NATIVE}, an optional dependency) could not load for ${process.platform}-${process.arch} ABI ${abi}: ${String((err && /** @type {Error} */ (err).message) || err).split('\n')[0]}` };

@@ -33,6 +33,8 @@ const buf = Buffer.alloc(128);
 // The main thread's answer to an arm (capture.js): a stack in it is after the block.
 const OWN = path.join(__dirname, 'capture.js');
 let fd = -1;
+let statusFd = -1;
+const status = Buffer.alloc(1024);
 let closed = false;
 let lastAt = 0n;
 let lastRun = 0;
@@ -47,6 +49,14 @@ let samples = [];
 let missed = 0;
 let firstAt = 0n; // the first sample's answer: inside the block
 let timer = null;
+
+const STATE = /^State:\s+(\S)/m;
+/** Whether the main thread is running or runnable (its status's State R), or true when unreadable. */
+function running() {
+  const n = fs.readSync(statusFd, status, 0, status.length, 0);
+  const m = STATE.exec(status.toString('latin1', 0, Math.min(n, 256)));
+  return !m || m[1] === 'R';
+}
 
 /** The main thread's time so far (ns) on a CPU and waiting for one; false when unreadable. */
 function readTimes(t) {
@@ -77,6 +87,10 @@ function answered() {
 
 /** One stack sample of the main thread, weighted by the time since the previous answer. */
 function sample() {
+  // Not on a CPU nor waiting for one: the main thread sleeps, in its poll (the block is over, the
+  // arm's answer on its way) or in a GC's wait for its helpers. An interrupt would be answered by
+  // the next JavaScript to run, whatever it is: no sample.
+  if (!running()) return;
   let frames = null;
   const asked = process.hrtime.bigint();
   try {
@@ -90,7 +104,7 @@ function sample() {
   // The block had ended when this was asked, or the interrupt waited for the next JavaScript
   // after it (the arm's own answer, here): not the block's stack. Asked during the block and
   // answered after its callback's last native call (the arm answered meanwhile), it is.
-  if (end !== 0n && (end < asked || frames && frames.some((f) => f.filename === OWN))) return;
+  if (end !== 0n && end < asked || frames && frames.some((f) => f.filename === OWN)) return;
   if (end !== 0n && end < at) at = end;
   if (!frames || frames.length === 0) {
     missed++;
@@ -172,6 +186,7 @@ function poll() {
 
 try {
   fd = fs.openSync(schedPath, 'r');
+  statusFd = fs.openSync(schedPath.replace(/schedstat$/, 'status'), 'r');
   lastAt = process.hrtime.bigint();
   if (readTimes(times)) {
     lastRun = times.run;
@@ -182,6 +197,7 @@ try {
       closed = true;
       if (timer) clearTimeout(timer);
       fs.closeSync(fd);
+      fs.closeSync(statusFd);
       parentPort.close();
     }
   });
