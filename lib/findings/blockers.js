@@ -112,6 +112,7 @@ function intervalBlocks(d, kept) {
       for (let k = 0; k < n; k++) if (kept2[k].key === key) at = k;
       if (at >= 0) {
         kept2[at].seconds += seconds;
+        if (!kept2[at].route) kept2[at].route = b.route || null; // a block that knew it
         continue;
       }
       const entry = { frame: x.frame, appFrame: x.appFrame || null, call: x.call || null, route: b.route || null, key, seconds };

@@ -69,6 +69,16 @@ describe('the incident lab (examples/incidents)', function () {
     assert.ok(r.findings.includes('eventloop-blocked'), r.findings.join());
     assert.ok(r.findings.includes('http-no-keepalive'), r.findings.join());
     assert.ok(!r.findings.includes('threadpool-dns-saturated'), 'a blocked loop is not a DNS queue');
+    // What blocked it, named by the capture: the handler's CPU burn, at the line of its loop, and
+    // the route (the app's source is the truth).
+    const blocked = r.snapshot.findings.find((f) => f.id === 'eventloop-blocked');
+    const src = require('fs').readFileSync(require.resolve('../../examples/incidents/apps/service.js'), 'utf8').split('\n');
+    const burnLine = src.findIndex((l) => l.includes('while (cpuMs() < end)')) + 1;
+    const top = blocked.evidence.blockers.named[0];
+    assert.equal(top.appFrame.function, 'burnCpu', blocked.summary);
+    assert.equal(top.appFrame.line, burnLine, blocked.summary);
+    assert.ok(top.share > 0.5, blocked.summary);
+    assert.ok(blocked.summary.includes(`in \`burnCpu\` at examples/incidents/apps/service.js:${burnLine} while serving GET /`), blocked.summary);
     // localhost comes from /etc/hosts in microseconds: the lookups' time is the blocked loop's.
     assert.ok(!r.findings.includes('dns-no-cache'), r.findings.join());
   });

@@ -90,7 +90,8 @@ function blockersOver(intervals) {
       if (same) {
         same.seconds += x.seconds;
         // the route of the interval where it cost the most
-        if (x.seconds > same.most) Object.assign(same, { most: x.seconds, route: x.route });
+        if (x.seconds > same.most) Object.assign(same, { most: x.seconds, route: x.route || same.route });
+        else if (!same.route) same.route = x.route;
       } else all.set(x.key, { frame: x.frame, call: x.call, appFrame: x.appFrame, route: x.route, seconds: x.seconds, most: x.seconds });
     }
   }

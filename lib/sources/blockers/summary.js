@@ -4,6 +4,8 @@
 // thread never walks them): grouped by the frame that ran (with the app's own first frame under
 // it and the package it is in), costliest first with their share of the block's sampled time.
 
+const path = require('path');
+
 const MAX_BLOCKERS = 5;
 
 /**
@@ -58,9 +60,15 @@ function summarize(samples, root) {
   return out;
 }
 
-/** Whether a script is the app's own code: a file outside node_modules and Node's internals. */
+// uvscope's own code (its lib/ and register.js, wherever it is installed): never the app's frame
+// (its dns.lookup wrapper is on the stack of every lookup the app makes).
+const OWN = path.resolve(__dirname, '..', '..');
+const OWN_FILES = [`${OWN}${path.sep}`, path.resolve(OWN, '..', 'register.js')];
+
+/** Whether a script is the app's own code: a file outside node_modules, Node's internals and uvscope. */
 function isApp(file) {
-  return typeof file === 'string' && file !== '' && file !== '<unknown>' && !file.startsWith('node:') && !/[\\/]node_modules[\\/]/.test(file) && !/^(evalmachine|internal|\[eval)/.test(file);
+  return typeof file === 'string' && file !== '' && file !== '<unknown>' && !file.startsWith('node:') && !/[\\/]node_modules[\\/]/.test(file) && !/^(evalmachine|internal|\[eval)/.test(file) &&
+    !file.startsWith(OWN_FILES[0]) && file !== OWN_FILES[1];
 }
 
 /**
