@@ -192,5 +192,11 @@ describe('the incident lab: acceptq, in a network namespace of its own', functio
     assert.ok(f.evidence.overflows >= 3000 - 2 * 512, `${f.evidence.overflows} drops`);
     assert.ok(r.findings.includes('eventloop-blocked'), r.findings.join());
     assert.equal(f.impact.requests, r.kernel.overflows);
+    // What blocked the loop, named by the capture (the app's source is the truth): its spin's line.
+    const src = require('fs').readFileSync(require.resolve('../../examples/incidents/apps/accept-app.js'), 'utf8').split('\n');
+    const spinLine = src.findIndex((l) => l.includes('while (Date.now() < end)')) + 1;
+    assert.deepEqual({ name: f.evidence.blockedBy.name, caller: f.evidence.blockedBy.caller }, { name: '`spin`', caller: `examples/incidents/apps/accept-app.js:${spinLine}` });
+    assert.ok(f.evidence.blockedBy.share > 0.5, JSON.stringify(f.evidence.blockedBy));
+    assert.match(f.summary, /blocked up to [\d.]+ s, by `spin`\)/);
   });
 });
