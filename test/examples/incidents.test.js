@@ -83,6 +83,26 @@ describe('the incident lab (examples/incidents)', function () {
     assert.ok(!r.findings.includes('dns-no-cache'), r.findings.join());
   });
 
+  it('csv: a synchronous parse of an uploaded 40,000-row CSV in POST /import: eventloop-blocked names parseCsv, its line and the route', async () => {
+    const r = await require('../../examples/incidents/csv').run({ ...quiet, uploads: 6, spawnWith: spawnWeighted });
+    // The app's answers are the truth of what it did: every import parsed its 40,000 rows.
+    assert.deepEqual(r.imports.map((x) => x.rows), Array(6).fill(40000));
+    const f = r.snapshot.findings.find((x) => x.id === 'eventloop-blocked');
+    assert.ok(f, r.findings.join());
+    const src = require('fs').readFileSync(require.resolve('../../examples/incidents/apps/import-app.js'), 'utf8').split('\n');
+    const first = src.findIndex((l) => l.startsWith('function parseCsv')) + 1;
+    const last = src.findIndex((l, i) => i >= first && l === '}') + 1;
+    const top = f.evidence.blockers.named[0];
+    assert.equal(top.appFrame.function, 'parseCsv', f.summary);
+    assert.equal(top.appFrame.file, 'examples/incidents/apps/import-app.js', f.summary);
+    assert.ok(top.appFrame.line > first && top.appFrame.line < last, `${top.appFrame.line} not in parseCsv (${first}-${last})`);
+    assert.equal(top.route, 'POST /import');
+    assert.ok(top.share > 0.5, f.summary);
+    assert.ok(f.summary.includes(`in \`parseCsv\` at examples/incidents/apps/import-app.js:${top.appFrame.line} while serving POST /import`), f.summary);
+    assert.match(f.advice[0], /`parseCsv` at examples\/incidents\/apps\/import-app\.js:\d+ has \d+ % of the blocked time: split its work into chunks/);
+    assert.ok(!r.findings.includes('threadpool-saturated'), r.findings.join());
+  });
+
   it('crypto: pbkdf2 on the pool starves DNS and fs; threadpool-saturated, never a DNS finding; hashing in worker_threads clears it', async () => {
     const r = await require('../../examples/incidents/crypto').run({ ...quiet, seconds: 3 });
     const pool = r.pool.snapshot.findings.find((f) => f.id === 'threadpool-saturated');

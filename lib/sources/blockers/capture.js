@@ -21,9 +21,8 @@ const { BLOCK_BUCKETS } = require('./metrics');
 const MAX_BLOCKS = 10;
 const CAUSE = attributesOf('nodejs.eventloop.block.cause');
 const NATIVE = '@sentry-internal/node-native-stacktrace';
-// GC pauses and request starts remembered (rings): enough to cover the blocks of an interval.
+// GC pauses remembered (a ring): enough to cover the blocks of an interval.
 const GC_RING = 32;
-const REQUEST_RING = 16;
 
 /**
  * @typedef {object} Block
@@ -32,8 +31,9 @@ const REQUEST_RING = 16;
  * @property {number} ranSeconds of it, the main thread's time not waiting for a CPU; the threshold applies to this
  * @property {number} capturedSeconds the part the stack samples cover
  * @property {number} samples
- * @property {number} gcShare of the block, in V8's garbage collector (its gc entries)
- * @property {string | null} gcKind the kind of its longest GC pause (major, minor, incremental, weakcb)
+ * @property {number} gcShare of the block, in V8's full collections (major, incremental, weakcb)
+ * @property {string | null} gcKind the kind of its longest one
+ * @property {number} scavengeShare of the block, in V8's scavenges (minor GCs): part of the code's shares
  * @property {string | null} route 'GET /users/:id' when the block ran in an HTTP request's handler
  * @property {import('./summary').Blocker[]} blockers costliest first, shares of the whole block
  * @property {string | null} uncaptured why there are no blockers, when the block was timed but not captured
@@ -113,15 +113,8 @@ class BlockersSampler {
   #gcAt = 0;
   /** @type {import('perf_hooks').PerformanceObserver | null} */
   #observer = null;
-  // Requests started (for the route of a block in a request's handler): when (hrtime ns), what.
-  #reqStart = new Float64Array(REQUEST_RING);
-  /** @type {(string | null)[]} */
-  #reqMethod = new Array(REQUEST_RING).fill(null);
-  /** @type {(string | null)[]} */
-  #reqUrl = new Array(REQUEST_RING).fill(null);
-  #reqAt = 0;
-  /** @type {((message: any) => void) | null} */
-  #onRequest = null;
+  /** @type {import('./requests').Requests | null} what a block's route is read from */
+  #requests = null;
 
   /**
    * @param {{ mode?: string, thresholdMs?: number, workerFile?: string, pollMs?: number, sampleMs?: number }} options
@@ -177,7 +170,7 @@ class BlockersSampler {
     }
   }
 
-  /** GC pauses (V8's gc entries) and request starts, into their rings: what a block is matched with. */
+  /** GC pauses (V8's gc entries) into their ring, and requests (requests.js): what a block is matched with. */
   #observe() {
     const { PerformanceObserver } = require('perf_hooks');
     this.#observer = new PerformanceObserver((list) => {
@@ -190,16 +183,8 @@ class BlockersSampler {
       }
     });
     this.#observer.observe({ entryTypes: ['gc'] });
-    const dc = require('diagnostics_channel');
-    this.#onRequest = (m) => {
-      const req = m && m.request;
-      if (!req) return;
-      const i = this.#reqAt++ % REQUEST_RING;
-      this.#reqStart[i] = Number(process.hrtime.bigint());
-      this.#reqMethod[i] = req.method;
-      this.#reqUrl[i] = req.url;
-    };
-    dc.subscribe('http.server.request.start', this.#onRequest);
+    const { Requests } = require('./requests');
+    this.#requests = new Requests();
   }
 
   #fail(why) {
@@ -215,8 +200,8 @@ class BlockersSampler {
   #unobserve() {
     if (this.#observer) this.#observer.disconnect();
     this.#observer = null;
-    if (this.#onRequest) require('diagnostics_channel').unsubscribe('http.server.request.start', this.#onRequest);
-    this.#onRequest = null;
+    if (this.#requests) this.#requests.close();
+    this.#requests = null;
   }
 
   #onMessage(m) {
@@ -248,15 +233,23 @@ class BlockersSampler {
     const start = Number(m.startNs);
     const end = Number(m.endNs);
     const durationNs = Math.max(1, end - start);
-    // V8's GC pauses inside the block: its GC share (the stack sample answered after a pause
-    // was weighted with it: the code's shares give it back).
+    // V8's full collections inside the block (mark-compact, its incremental steps, weak
+    // callbacks): its GC share (the stack sample answered after a pause was weighted with it: the
+    // code's shares give it back). Scavenges stay with the code that allocated (a parser's
+    // strings can cost it most of its time in them): their share is said, not taken out.
     let gcNs = 0;
+    let minorNs = 0;
     let longest = 0;
     let kind = 0;
+    const minor = require('perf_hooks').constants.NODE_PERFORMANCE_GC_MINOR;
     for (let i = 0; i < GC_RING && i < this.#gcAt; i++) {
       const a = Math.max(start, this.#gcStart[i]);
       const b = Math.min(end, this.#gcStart[i] + this.#gcDuration[i]);
       if (b <= a) continue;
+      if (this.#gcKind[i] === minor) {
+        minorNs += b - a;
+        continue;
+      }
       gcNs += b - a;
       if (b - a > longest) {
         longest = b - a;
@@ -268,28 +261,12 @@ class BlockersSampler {
     const code = 1 - gcShare;
     return {
       startedMs: m.startedMs, durationSeconds: m.durationMs / 1000, ranSeconds: m.ranMs / 1000, capturedSeconds: m.capturedMs / 1000,
-      samples: m.samples, gcShare, gcKind: gcShare > 0 ? gcKindName(kind) : null,
-      route: m.inHandler ? this.#routeBefore(Number(m.firstNs)) : null,
+      samples: m.samples, gcShare, gcKind: gcShare > 0 ? gcKindName(kind) : null, scavengeShare: Math.min(1, minorNs / durationNs),
+      route: this.#requests ? this.#requests.route(m.via, Number(m.firstNs)) : null,
       blockers: m.blockers.map((x) => ({ ...x, share: x.share * code })),
       uncaptured: m.samples > 0 || gcShare > 0.5 ? null : m.uncaptured || null,
       heap: gcShare > 0 ? heapNow() : null,
     };
-  }
-
-  /** The route of the last request started before `ns` (a block in its handler). */
-  #routeBefore(ns) {
-    let best = -1;
-    for (let i = 0; i < REQUEST_RING && i < this.#reqAt; i++) {
-      if (this.#reqStart[i] <= ns && (best < 0 || this.#reqStart[i] > this.#reqStart[best])) best = i;
-    }
-    if (best < 0 || typeof this.#reqUrl[best] !== 'string') return null;
-    try {
-      const { routeOf } = require('../threadpool/routes');
-      const r = routeOf(this.#reqMethod[best], this.#reqUrl[best]);
-      return `${r.method} ${r.route}`;
-    } catch {
-      return null;
-    }
   }
 
   /** @param {Block} block */

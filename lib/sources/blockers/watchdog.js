@@ -32,6 +32,7 @@ const answer = new BigInt64Array(shared); // [0] the last arm answered, [1] when
 const buf = Buffer.alloc(128);
 // The main thread's answer to an arm (capture.js): a stack in it is after the block.
 const OWN = path.join(__dirname, 'capture.js');
+const MESSAGE_PORT = 'node:internal/per_context/messageport';
 let fd = -1;
 let statusFd = -1;
 const status = Buffer.alloc(1024);
@@ -107,6 +108,8 @@ function sample() {
   // after it (the arm's own answer, here): not the block's stack. Asked during the block and
   // answered after its callback's last native call (the arm answered meanwhile), it is.
   if (end !== 0n && end < asked || frames && frames.some((f) => f.filename === OWN)) return;
+  // At the entry of a message's dispatch (the arm's answer about to run): between callbacks.
+  if (frames && frames.length && frames[0].filename === MESSAGE_PORT) return;
   if (end !== 0n && end < at) at = end;
   if (!frames || frames.length === 0) {
     missed++;
@@ -125,10 +128,19 @@ function sample() {
   samples.push({ frames, ms });
 }
 
-/** Whether the block ran in an HTTP server's 'request' handler (its route is the request's). */
-function inHandler(list) {
-  for (const s of list) for (const f of s.frames) if (f.function === 'parserOnIncoming' && f.filename === 'node:_http_server') return true;
-  return false;
+/**
+ * How the block's route is known: 'handler' when a stack ran in an HTTP server's request handler,
+ * 'body' when one ran from a stream's end (a request body's 'end' handler), else null.
+ */
+function via(list) {
+  let body = false;
+  for (const s of list) {
+    for (const f of s.frames) {
+      if (f.function === 'parserOnIncoming' && f.filename === 'node:_http_server') return 'handler';
+      if (f.function === 'endReadableNT') body = true;
+    }
+  }
+  return body ? 'body' : null;
 }
 
 /** The block ended at `end` (the arm's answer): posted when it counts. */
@@ -151,7 +163,7 @@ function finish(end) {
   const startedMs = Date.now() - Number(process.hrtime.bigint() - start) / 1e6;
   const block = summarize(list, root);
   parentPort.postMessage({
-    type: 'block', durationMs, ranMs: durationMs - waitMs, startedMs, startNs: String(start), endNs: String(end), firstNs: String(firstAt), inHandler: inHandler(list), ...block, missed,
+    type: 'block', durationMs, ranMs: durationMs - waitMs, startedMs, startNs: String(start), endNs: String(end), firstNs: String(firstAt), via: via(list), ...block, missed,
     uncaptured: null,
   });
 }
