@@ -12,7 +12,7 @@
 // machine does not count) sampled against without, over the samples taken, is what one sample
 // costs the main thread: how long it stops it (the interrupt's stack walk). The longest gap
 // between two readings is wall time (preemption counts), shown against the baseline's. The worker
-// times each capture's round trip. Bounded: rounds x ~0.5 s; a watchdog aborts after 60 s.
+// times each capture's round trip and its own CPU per sample (the capture's thread included). Bounded: rounds x ~0.5 s; a watchdog aborts after 60 s.
 
 const { Worker } = require('worker_threads');
 const { performance } = require('perf_hooks');
@@ -35,9 +35,11 @@ const { workerData } = require('worker_threads');
 const { captureStackTrace } = require(workerData.native);
 const state = new Int32Array(workerData.sab);
 const trips = new Float64Array(workerData.trips);
+const cpu = () => Number(require('fs').readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ')[0]);
 for (;;) {
   Atomics.wait(state, 0, 0);
   if (Atomics.load(state, 0) === 2) break;
+  const cpu0 = cpu();
   while (Atomics.load(state, 0) === 1) {
     Atomics.wait(state, 1, 0, workerData.everyMs);
     const t0 = process.hrtime.bigint();
@@ -48,6 +50,7 @@ for (;;) {
     trips[2] += 1;
     trips[3] = Object.values(r)[0] ? Object.values(r)[0].frames.length : 0;
   }
+  trips[4] = cpu() - cpu0;
 }
 `;
 
@@ -74,7 +77,7 @@ async function main() {
   const dog = setTimeout(() => { console.error('watchdog: aborting'); process.exit(2); }, 60000);
   require(native).registerThread();
   const sab = new SharedArrayBuffer(8); // [0] 1 sampling, 2 done; [1] stays 0 (the worker's sleep)
-  const tripsBuf = new SharedArrayBuffer(32);
+  const tripsBuf = new SharedArrayBuffer(40);
   const state = new Int32Array(sab);
   const trips = new Float64Array(tripsBuf);
   const worker = new Worker(WORKER, { eval: true, workerData: { sab, trips: tripsBuf, native, everyMs: opts['every-ms'] } });
@@ -91,8 +94,9 @@ async function main() {
     Atomics.notify(state, 0);
     const sampled = spinAt(opts.depth, n);
     Atomics.store(state, 0, 0);
-    await new Promise((res) => setTimeout(res, 20));
-    rows.push({ base, sampled, n: trips[2], tripMs: trips[0] / trips[2], maxTripMs: trips[1], frames: trips[3], perSampleUs: (sampled.cpuNs - base.cpuNs) / 1000 / trips[2], extra: (sampled.cpuNs - base.cpuNs) / base.cpuNs });
+    // The worker's last capture is answered when this thread runs JavaScript again: wait for its figures.
+    for (let i = 0; i < 200 && trips[4] === 0; i++) await new Promise((res) => setTimeout(res, 5));
+    rows.push({ workerUs: trips[4] / 1000 / trips[2], base, sampled, n: trips[2], tripMs: trips[0] / trips[2], maxTripMs: trips[1], frames: trips[3], perSampleUs: (sampled.cpuNs - base.cpuNs) / 1000 / trips[2], extra: (sampled.cpuNs - base.cpuNs) / base.cpuNs });
   }
   Atomics.store(state, 0, 2);
   Atomics.notify(state, 0);
@@ -110,6 +114,7 @@ async function main() {
   show('longest gap, baseline (ms)', rows.map((x) => x.base.maxGap));
   show('main thread CPU, sampled / base - 1 (%)', rows.map((x) => x.extra * 100));
   show('main thread per sample (us)', rows.map((x) => x.perSampleUs));
+  show('watchdog thread per sample (us)', rows.map((x) => x.workerUs));
 }
 
 main().catch((err) => { console.error(err); process.exit(1); });
