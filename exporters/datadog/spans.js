@@ -6,13 +6,30 @@
 // ctx.args = [hostname, options?] and, once its dns plugin has bound the store,
 // ctx.currentStore.span = the dns.lookup span. See dd-trace-js
 // packages/datadog-instrumentations/src/dns.js and packages/datadog-plugin-dns/src/lookup.js.
+// The spans open, for a block's victims (lib/core/block-victims.js), come from dd-trace's own
+// channels: dd-trace:span:start `{ span, fields }` and dd-trace:span:finish `span`, published
+// before the span is handed to its processor (packages/dd-trace/src/opentracing/span.js, 5.x, 6.x).
 
 const diagnosticsChannel = require('diagnostics_channel');
 const { injectFault } = require('../../lib/core/faults');
-const { subscribed, safeSubscriber } = require('../../lib/core/channels');
+const { published, subscribed, safeSubscriber } = require('../../lib/core/channels');
 const { createLookupPairing, lookupFigures } = require('../../lib/core/span-pairing');
+const { createBlockVictims, VICTIM_KEYS, roundMs } = require('../../lib/core/block-victims');
 
 const DD_LOOKUP_START = subscribed.ddTraceDnsLookupStart;
+
+// dd-trace's span times are Date.now()-based ms (its trace's start plus performance.now() since);
+// the block records' are on performance.timeOrigin + performance.now(): the difference, read once
+// per block.
+let dateOffset = 0;
+const startMs = (span) => (typeof span._startTime === 'number' ? span._startTime - dateOffset : NaN);
+
+function tagVictim(span, f) {
+  span.setTag(VICTIM_KEYS.blockedMs, roundMs(f.blockedMs));
+  span.setTag(VICTIM_KEYS.cause, f.cause);
+  if (f.blocker) span.setTag(VICTIM_KEYS.blocker, f.blocker);
+  if (f.caller) span.setTag(VICTIM_KEYS.caller, f.caller);
+}
 
 /**
  * Puts uvscope's context on the dns.lookup span dd-trace creates, so a slow lookup in an APM
@@ -24,10 +41,14 @@ const DD_LOOKUP_START = subscribed.ddTraceDnsLookupStart;
  * @param {object} options
  * @param {import('diagnostics_channel').Channel} options.startChannel uvscope:dns.lookup:start
  * @param {() => number} options.poolSize the threadpool size in effect
- * @returns {{ lookupStarted(message: object, name: string | symbol): void, ddLookupStarted(ctx: object, name: string | symbol): void, close(): void, readonly tagged: number }}
+ * @returns {{ lookupStarted(message: object, name: string | symbol): void, ddLookupStarted(ctx: object, name: string | symbol): void,
+ *   sweep(): void, close(): void, readonly tagged: number, readonly victims: { open: number, tagged: number } }}
  */
 function createSpanTagger({ startChannel, poolSize }) {
   const ddChannel = diagnosticsChannel.channel(DD_LOOKUP_START);
+  const spanStart = diagnosticsChannel.channel(subscribed.ddTraceSpanStart);
+  const spanFinish = diagnosticsChannel.channel(subscribed.ddTraceSpanFinish);
+  const victims = createBlockVictims({ startOf: startMs, tag: tagVictim });
   let tagged = 0;
 
   const pairing = createLookupPairing((span, inFlight) => {
@@ -56,8 +77,23 @@ function createSpanTagger({ startChannel, poolSize }) {
     pairing.spanStarted(hostname, span);
   });
 
+  // No try/catch on the per-span path: a Set add or delete cannot throw.
+  const onSpanStart = (message) => {
+    const span = message && message.span;
+    if (span && typeof span.setTag === 'function') victims.spanStarted(span);
+  };
+  const onSpanFinish = (span) => victims.spanEnded(span);
+  const onBlock = safeSubscriber('exporter:datadog', (record) => {
+    injectFault('channel:datadog.spans');
+    dateOffset = Date.now() - (performance.timeOrigin + performance.now());
+    victims.blocked(record);
+  });
+
   startChannel.subscribe(onUvscopeStart);
   ddChannel.subscribe(onDdStart);
+  spanStart.subscribe(onSpanStart);
+  spanFinish.subscribe(onSpanFinish);
+  published.eventloopBlock.subscribe(onBlock);
   return {
     /** uvscope's start event, handed on by whoever made this tagger while it was published. */
     lookupStarted: onUvscopeStart,
@@ -66,9 +102,20 @@ function createSpanTagger({ startChannel, poolSize }) {
     get tagged() {
       return tagged;
     },
+    /** spans followed now; spans tagged as a block's victims */
+    get victims() {
+      return { open: victims.open, tagged: victims.tagged };
+    },
+    /** Forgets the spans open too long (each sample). */
+    sweep() {
+      victims.sweep();
+    },
     close() {
       startChannel.unsubscribe(onUvscopeStart);
       ddChannel.unsubscribe(onDdStart);
+      spanStart.unsubscribe(onSpanStart);
+      spanFinish.unsubscribe(onSpanFinish);
+      published.eventloopBlock.unsubscribe(onBlock);
     },
   };
 }
