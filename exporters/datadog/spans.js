@@ -27,7 +27,7 @@ const startMs = (span) => (typeof span._startTime === 'number' ? span._startTime
 function tagVictim(span, f) {
   span.setTag(VICTIM_KEYS.blockedMs, roundMs(f.blockedMs));
   span.setTag(VICTIM_KEYS.cause, f.cause);
-  if (f.blocker) span.setTag(VICTIM_KEYS.blocker, f.blocker);
+  span.setTag(VICTIM_KEYS.blocker, f.blocker);
   if (f.caller) span.setTag(VICTIM_KEYS.caller, f.caller);
 }
 

@@ -48,7 +48,7 @@ function tagVictim(span, f) {
   if (span.ended === true || typeof span.setAttribute !== 'function') return;
   span.setAttribute(ATTRIBUTES.blockedMs, roundMs(f.blockedMs));
   span.setAttribute(ATTRIBUTES.blockCause, f.cause);
-  if (f.blocker) span.setAttribute(ATTRIBUTES.blocker, f.blocker);
+  span.setAttribute(ATTRIBUTES.blocker, f.blocker);
   if (f.caller) span.setAttribute(ATTRIBUTES.blockerCaller, f.caller);
 }
 

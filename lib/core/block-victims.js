@@ -23,6 +23,10 @@ const MAX_AGE_MS = 5 * 60 * 1000;
 // milliseconds) rather than a span that was open across the block.
 const MIN_OVERLAP_MS = 1;
 
+const UNKNOWN = '(unknown)';
+// The blocker's name, else what the block was: V8's garbage collector, or not known.
+const blockerName = (record, blocker) => (blocker ? blocker.name : record.cause === 'gc' ? 'gc' : UNKNOWN);
+
 /**
  * @typedef {{ start: number, end: number, seconds: number, cause: 'code' | 'gc',
  *   blocker: { name: string, caller?: string } | null, route: string | null }} BlockRecord
@@ -31,8 +35,9 @@ const MIN_OVERLAP_MS = 1;
 
 /**
  * The victims' figures of one span, decided here once for every tracer: the blocked time inside
- * it (summed over blocks) and the costliest block's blocker, cause and caller.
- * @typedef {{ blockedMs: number, worstMs: number, blocker: string | null, caller: string | null,
+ * it (summed over blocks) and the costliest block's blocker (its name, 'gc' for a collection
+ * without one, else '(unknown)'), cause and caller (null: none to write).
+ * @typedef {{ blockedMs: number, worstMs: number, blocker: string, caller: string | null,
  *   cause: string }} VictimFigures
  */
 
@@ -85,15 +90,18 @@ function createBlockVictims({ startOf, tag, cap = CAP }) {
         if (!(ms >= MIN_OVERLAP_MS)) continue;
         let f = figuresOf.get(/** @type {object} */ (span));
         if (!f) {
-          f = { blockedMs: 0, worstMs: 0, blocker: null, caller: null, cause: record.cause };
+          f = { blockedMs: 0, worstMs: 0, blocker: UNKNOWN, caller: null, cause: record.cause };
           figuresOf.set(/** @type {object} */ (span), f);
           tagged++;
         }
         f.blockedMs += ms;
         if (ms > f.worstMs) {
           f.worstMs = ms;
-          f.blocker = blocker ? blocker.name : null;
-          f.caller = blocker && typeof blocker.caller === 'string' ? blocker.caller : null;
+          f.blocker = blockerName(record, blocker);
+          // A tracer cannot take an attribute back: a caller written for an earlier block is
+          // overwritten when the costliest has none.
+          const caller = blocker && typeof blocker.caller === 'string' ? blocker.caller : null;
+          f.caller = caller !== null ? caller : f.caller !== null ? UNKNOWN : null;
           f.cause = record.cause;
         }
         tag(span, f);
