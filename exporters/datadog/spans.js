@@ -6,9 +6,9 @@
 // ctx.args = [hostname, options?] and, once its dns plugin has bound the store,
 // ctx.currentStore.span = the dns.lookup span. See dd-trace-js
 // packages/datadog-instrumentations/src/dns.js and packages/datadog-plugin-dns/src/lookup.js.
-// The spans open, for a block's victims (lib/core/block-victims.js), come from dd-trace's own
-// channels: dd-trace:span:start `{ span, fields }` and dd-trace:span:finish `span`, published
-// before the span is handed to its processor (packages/dd-trace/src/opentracing/span.js, 5.x, 6.x).
+// Every span, for a block's victims (lib/core/block-victims.js), comes from dd-trace's own
+// channels: dd-trace:span:start `{ span, fields }` and dd-trace:span:finish `span`; a span has
+// finished once its _duration is set (packages/dd-trace/src/opentracing/span.js, 5.x and 6.x).
 
 const diagnosticsChannel = require('diagnostics_channel');
 const { injectFault } = require('../../lib/core/faults');
@@ -23,6 +23,7 @@ const DD_LOOKUP_START = subscribed.ddTraceDnsLookupStart;
 // per block.
 let dateOffset = 0;
 const startMs = (span) => (typeof span._startTime === 'number' ? span._startTime - dateOffset : NaN);
+const isOpen = (span) => span._duration === undefined;
 
 function tagVictim(span, f) {
   span.setTag(VICTIM_KEYS.blockedMs, roundMs(f.blockedMs));
@@ -48,7 +49,7 @@ function createSpanTagger({ startChannel, poolSize }) {
   const ddChannel = diagnosticsChannel.channel(DD_LOOKUP_START);
   const spanStart = diagnosticsChannel.channel(subscribed.ddTraceSpanStart);
   const spanFinish = diagnosticsChannel.channel(subscribed.ddTraceSpanFinish);
-  const victims = createBlockVictims({ startOf: startMs, tag: tagVictim });
+  const victims = createBlockVictims({ startOf: startMs, isOpen, tag: tagVictim });
   let tagged = 0;
 
   const pairing = createLookupPairing((span, inFlight) => {
@@ -77,7 +78,7 @@ function createSpanTagger({ startChannel, poolSize }) {
     pairing.spanStarted(hostname, span);
   });
 
-  // No try/catch on the per-span path: a Set add or delete cannot throw.
+  // No try/catch on the per-span path: an array store, a comparison.
   const onSpanStart = (message) => {
     const span = message && message.span;
     if (span && typeof span.setTag === 'function') victims.spanStarted(span);

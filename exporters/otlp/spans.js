@@ -7,9 +7,10 @@
 // being created through a span processor of its own, added to the registered provider's
 // processors (SpanProcessor.onStart is where the SDK lets a processor add attributes), and pairs
 // it with its own start event. A dns.lookup span the app made active itself is tagged too.
-// The same processor follows the spans open (onStart, onEnd) so that those open across a block of
-// the event loop are given its time and its blocker (lib/core/block-victims.js) when its record
-// arrives; a span that ended before that (the record comes a few ms after the block) is not.
+// The same processor hands every span's start and end to lib/core/block-victims.js, so that those
+// open across a block of the event loop are given its time and its blocker when its record
+// arrives; a span that ended before that (the record comes a few ms after the block) is left as
+// it is.
 
 const { injectFault } = require('../../lib/core/faults');
 const { published, safeSubscriber } = require('../../lib/core/channels');
@@ -44,8 +45,11 @@ function startMs(span) {
   return Array.isArray(t) ? t[0] * 1e3 + t[1] / 1e6 : NaN;
 }
 
+// The SDK's (2.x, 3.x) ReadableSpan.ended.
+const isOpen = (span) => span.ended !== true;
+
 function tagVictim(span, f) {
-  if (span.ended === true || typeof span.setAttribute !== 'function') return;
+  if (typeof span.setAttribute !== 'function') return;
   span.setAttribute(ATTRIBUTES.blockedMs, roundMs(f.blockedMs));
   span.setAttribute(ATTRIBUTES.blockCause, f.cause);
   span.setAttribute(ATTRIBUTES.blocker, f.blocker);
@@ -81,7 +85,7 @@ class SpanAttributer {
   lookupStarted = this.#onStart;
   #processor;
   #immediate;
-  #victims = createBlockVictims({ startOf: startMs, tag: tagVictim });
+  #victims = createBlockVictims({ startOf: startMs, isOpen, tag: tagVictim });
   #onBlock = safeSubscriber('exporter:otlp', (record) => {
     injectFault('channel:otlp');
     this.#victims.blocked(record);
@@ -129,7 +133,6 @@ class SpanAttributer {
    * the one lookup that finds a new provider is then not tagged.
    */
   attach() {
-    this.#victims.sweep();
     const provider = globalTracerProvider();
     if (provider === this.#provider || (!provider && !this.#provider)) return;
     this.#detach();
@@ -137,6 +140,11 @@ class SpanAttributer {
     if (!list) return;
     list.push(this.#processor);
     this.#provider = provider;
+  }
+
+  /** Forgets the spans ended since (each sample, so none is kept past it). */
+  sweep() {
+    this.#victims.sweep();
   }
 
   /** Stops: no more attributes, and the processor leaves the provider. */
@@ -153,7 +161,7 @@ class SpanAttributer {
     if (i !== -1) list.splice(i, 1);
     this.#provider = null;
     // The old provider's spans no longer end through uvscope's processor: forget them.
-    this.#victims = createBlockVictims({ startOf: startMs, tag: tagVictim });
+    this.#victims = createBlockVictims({ startOf: startMs, isOpen, tag: tagVictim });
   }
 
   #lookupStarted({ inFlight }) {

@@ -97,6 +97,7 @@ function startSpanContext({ options, startChannel, latest }) {
     if (closed) return;
     load();
     if (otlp) otlp.attach();
+    if (otlp) otlp.sweep();
     if (datadog) datadog.sweep();
     if (!watch || ((!wantOtlp || otlp) && (!wantDatadog || datadog))) unwatch();
   }

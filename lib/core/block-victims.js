@@ -3,9 +3,18 @@
 // The victims of an event-loop block, the part every tracer shares: the spans open across a block
 // of the loop are given the block time that fell inside them and the costliest block's blocker
 // (issue 32 item 3). A tracer's adapter (exporters/otlp/spans.js, exporters/datadog/spans.js)
-// tells this the spans that start and end, and hands on each block's record
-// (uvscope:eventloop.block, lib/core/channels.js), which arrives a few ms after the block ended.
-// Per span: one Set add and one Set delete; the work is done once per block, over the spans open.
+// hands on each span as it starts and each block's record (uvscope:eventloop.block,
+// lib/core/channels.js), which arrives a few ms after the block ended; a span that ended by then
+// is left as it is.
+//
+// Per span, an array store at its start and a comparison at its end: the spans started go on a
+// stack, a span that ends on top of it is popped (with the ended ones under it), and whether
+// another is still open is asked of the span (the tracer's own flag) only when it matters: at a
+// block, and when the stack is compacted: once it holds twice the spans open at the last
+// compaction plus 64, and at each sample, so an ended span is not kept long (kept, it would
+// survive the young generation's collections and cost the host more than it saves). A Set or Map
+// of the spans open costs ~100 ns a span (the add and delete of a fresh key, its identity hash
+// made).
 
 /** What a victim span is told, under these names (docs/opentelemetry.md, docs/datadog.md). */
 const VICTIM_KEYS = Object.freeze({
@@ -15,14 +24,15 @@ const VICTIM_KEYS = Object.freeze({
   cause: 'uvscope.eventloop.block.cause',
 });
 
-// Open spans tracked at most: past it the oldest is forgotten (a span the app never ends must not
-// be kept), as is one open longer than MAX_AGE_MS (swept at each block and each sample).
+// Spans followed at most: when more are open, the oldest are forgotten (a span the app never ends
+// must not be kept), as is one open longer than MAX_AGE_MS.
 const CAP = 4096;
 const MAX_AGE_MS = 5 * 60 * 1000;
+// Room above twice the spans open before the stack is compacted again.
+const SLACK = 64;
 // An overlap this short is the tracers' clock (dd-trace's span times are Date.now()-based, whole
 // milliseconds) rather than a span that was open across the block.
 const MIN_OVERLAP_MS = 1;
-
 const UNKNOWN = '(unknown)';
 // The blocker's name, else what the block was: V8's garbage collector, or not known.
 const blockerName = (record, blocker) => (blocker ? blocker.name : record.cause === 'gc' ? 'gc' : UNKNOWN);
@@ -46,34 +56,59 @@ const blockerName = (record, blocker) => (blocker ? blocker.name : record.cause 
  * @param {object} options
  * @param {(span: S) => number} options.startOf the span's start, in epoch ms on the record's scale
  *   (NaN when unknown: the span is skipped)
+ * @param {(span: S) => boolean} options.isOpen whether the span has not ended yet
  * @param {(span: S, figures: VictimFigures) => void} options.tag puts the figures on the span
  *   (called again with the new sums when a later block falls in it too)
  * @param {number} [options.cap]
- * @returns {{ spanStarted(span: S): void, spanEnded(span: S): void, blocked(record: BlockRecord): number,
- *   sweep(now?: number): void, readonly open: number, readonly tagged: number }}
+ * @returns {{ spanStarted(span: S): void, spanEnded(span: S): void, blocked(record: BlockRecord): number, sweep(): void,
+ *   readonly open: number, readonly tagged: number }}
  */
-function createBlockVictims({ startOf, tag, cap = CAP }) {
-  /** @type {Set<S>} in start order, so the first is the oldest */
-  const open = new Set();
-  /** @type {WeakMap<object, VictimFigures>} a span's figures so far, once a block fell in it */
-  const figuresOf = new WeakMap();
+function createBlockVictims({ startOf, isOpen, tag, cap = CAP }) {
+  const size = Math.max(2, cap);
+  /** @type {Array<S | undefined>} the spans started and not yet let go, oldest first */
+  const stack = new Array(size);
+  /** @type {Array<VictimFigures | null | undefined>} their figures, once a block fell in them */
+  const figures = new Array(size);
+  let used = 0;
+  let limit = Math.min(size, SLACK);
   let tagged = 0;
 
-  const sweep = (now = performance.timeOrigin + performance.now()) => {
+  // Keeps the spans still open and younger than MAX_AGE_MS, in order, at the bottom of the stack;
+  // when it is full (room), over half of it open, the oldest are forgotten: half of it is freed.
+  const compact = (room = false, now = performance.timeOrigin + performance.now()) => {
     const cutoff = now - MAX_AGE_MS;
-    for (const span of open) {
-      if (!(startOf(span) < cutoff)) break;
-      open.delete(span);
+    let kept = 0;
+    for (let i = 0; i < used; i++) {
+      const span = /** @type {S} */ (stack[i]);
+      if (!isOpen(span) || startOf(span) < cutoff) continue;
+      stack[kept] = span;
+      figures[kept++] = figures[i];
     }
+    const drop = room ? Math.max(0, kept - (size >> 1)) : 0;
+    if (drop > 0) {
+      stack.copyWithin(0, drop, kept);
+      figures.copyWithin(0, drop, kept);
+      kept -= drop;
+    }
+    stack.fill(undefined, kept, used);
+    figures.fill(undefined, kept, used);
+    used = kept;
+    limit = Math.min(size, 2 * kept + SLACK);
   };
 
   return {
     spanStarted(span) {
-      if (open.size >= cap) open.delete(open.values().next().value);
-      open.add(span);
+      if (used >= limit) compact(used === size);
+      figures[used] = null;
+      stack[used++] = span;
     },
+    /** A span ended: popped if it is on top, with the ended ones under it. */
     spanEnded(span) {
-      open.delete(span);
+      if (used === 0 || stack[used - 1] !== span) return;
+      do {
+        stack[--used] = undefined;
+        figures[used] = undefined;
+      } while (used > 0 && !isOpen(/** @type {S} */ (stack[used - 1])));
     },
     /**
      * Tags the spans open now that were open across the block; returns how many.
@@ -81,17 +116,16 @@ function createBlockVictims({ startOf, tag, cap = CAP }) {
      */
     blocked(record) {
       if (!record || !(record.end > record.start)) return 0;
-      sweep();
+      compact();
       const blocker = record.blocker && typeof record.blocker.name === 'string' ? record.blocker : null;
       let n = 0;
-      for (const span of open) {
-        const from = Math.max(record.start, startOf(span));
-        const ms = record.end - from;
+      for (let i = 0; i < used; i++) {
+        const span = /** @type {S} */ (stack[i]);
+        const ms = record.end - Math.max(record.start, startOf(span));
         if (!(ms >= MIN_OVERLAP_MS)) continue;
-        let f = figuresOf.get(/** @type {object} */ (span));
+        let f = figures[i];
         if (!f) {
-          f = { blockedMs: 0, worstMs: 0, blocker: UNKNOWN, caller: null, cause: record.cause };
-          figuresOf.set(/** @type {object} */ (span), f);
+          f = figures[i] = { blockedMs: 0, worstMs: 0, blocker: UNKNOWN, caller: null, cause: record.cause };
           tagged++;
         }
         f.blockedMs += ms;
@@ -109,9 +143,13 @@ function createBlockVictims({ startOf, tag, cap = CAP }) {
       }
       return n;
     },
-    sweep,
+    /** Forgets the spans ended (and those open too long): each sample, so none is kept past it. */
+    sweep() {
+      compact();
+    },
+    /** spans followed now (open at the last compaction, or started since) */
     get open() {
-      return open.size;
+      return used;
     },
     /** spans given a victim's figures so far */
     get tagged() {

@@ -72,9 +72,9 @@ const subscribed = Object.freeze({
    */
   ddTraceDnsLookupStart: 'apm:dns:lookup:start',
   /**
-   * dd-trace: `{ span, fields }` when a span starts, and the span when it finishes, before its
-   * processor takes it (tags set then are kept); packages/dd-trace/src/opentracing/span.js. A
-   * block's victims are the spans open across it (lib/core/block-victims.js).
+   * dd-trace: `{ span, fields }` when a span starts, and the span when it finishes
+   * (packages/dd-trace/src/opentracing/span.js); a block's victims are the spans open across it
+   * (lib/core/block-victims.js).
    */
   ddTraceSpanStart: 'dd-trace:span:start',
   ddTraceSpanFinish: 'dd-trace:span:finish',

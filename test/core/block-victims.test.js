@@ -3,7 +3,7 @@
 // The victims' figures, decided once for every tracer (lib/core/block-victims.js), against spans
 // and block records whose times the test sets: the block time inside each span, summed over
 // blocks; the costliest block's blocker; nothing for a span that started after the block, ended
-// before its record, or was forgotten (the cap, the age).
+// before its record, or was forgotten (the cap, the age); no span kept once ended and swept.
 
 const assert = require('node:assert/strict');
 const { createBlockVictims, VICTIM_KEYS } = require('../../lib/core/block-victims');
@@ -15,11 +15,12 @@ function harness(options = {}) {
   const tags = new Map();
   const victims = createBlockVictims({
     startOf: (span) => T + span.start,
+    isOpen: (span) => !span.ended,
     tag: (span, f) => tags.set(span.id, { ...f }),
     ...options,
   });
   const span = (id, start) => {
-    const s = { id, start };
+    const s = { id, start, ended: false };
     victims.spanStarted(s);
     return s;
   };
@@ -31,8 +32,7 @@ describe('core/block-victims', () => {
     const { victims, tags, span } = harness();
     span('before', 0); // open across the whole block
     span('inside', 150); // started inside the blocking callback, 50 ms before its end
-    const ended = span('ended', 10);
-    victims.spanEnded(ended); // ended before the record arrived
+    span('ended', 10).ended = true; // ended before the record arrived
     assert.equal(victims.blocked(block(100, 200, 'parseCsv', { blocker: { name: 'parseCsv', caller: 'src/import.js:9' } })), 2);
     span('after', 201); // started after the block, before another record
     assert.deepEqual(tags.get('before'), { blockedMs: 100, worstMs: 100, blocker: 'parseCsv', caller: 'src/import.js:9', cause: 'code' });
@@ -63,12 +63,12 @@ describe('core/block-victims', () => {
     assert.equal(tags.size, 0);
   });
 
-  it('never keeps a span the app does not end: the oldest goes past the cap, and any open over 5 minutes', () => {
-    const { victims, tags, span } = harness({ cap: 3 });
-    for (const id of ['a', 'b', 'c', 'd']) span(id, 0);
+  it('never keeps a span the app does not end: past the cap the oldest go, and any open over 5 minutes', () => {
+    const { victims, tags, span } = harness({ cap: 4 });
+    for (const id of ['a', 'b', 'c', 'd', 'e']) span(id, 0); // the ring full: half of it freed, the oldest forgotten
     assert.equal(victims.open, 3);
     victims.blocked(block(10, 20, 'spin'));
-    assert.deepEqual([...tags.keys()].sort(), ['b', 'c', 'd']);
+    assert.deepEqual([...tags.keys()].sort(), ['c', 'd', 'e']);
 
     const aged = harness();
     aged.span('old', -5 * 60 * 1000 - 1);
@@ -77,6 +77,33 @@ describe('core/block-victims', () => {
     assert.equal(aged.victims.open, 1);
     aged.victims.blocked(block(10, 20, 'spin'));
     assert.deepEqual([...aged.tags.keys()], ['young']);
+  });
+
+  it('keeps no span once it ended and a sweep (each sample) or a full ring came; the open ones stay, in order', () => {
+    const { victims, tags, span } = harness({ cap: 8 });
+    const spans = ['a', 'b', 'c', 'd', 'e', 'f'].map((id, i) => span(id, i));
+    for (const s of spans.filter((_, i) => i % 2 === 0)) s.ended = true;
+    victims.sweep();
+    assert.equal(victims.open, 3);
+    for (const id of ['g', 'h', 'i', 'j', 'k', 'l']) span(id, 10).ended = true; // fills the ring: compacted
+    assert.equal(victims.open, 4); // b, d, f, then l: the compaction at l's start let g to k go
+    victims.blocked(block(100, 150, 'spin'));
+    assert.deepEqual([...tags.keys()], ['b', 'd', 'f']);
+    assert.ok([...tags.values()].every((f) => f.blockedMs === 50));
+  });
+
+  it('lets a span go when it ends on top of the stack, with the ended ones under it', () => {
+    const { victims, span } = harness();
+    const [a, b, c] = ['a', 'b', 'c'].map((id) => span(id, 0));
+    b.ended = true;
+    victims.spanEnded(b); // not on top: stays until c goes or a compaction
+    assert.equal(victims.open, 3);
+    c.ended = true;
+    victims.spanEnded(c);
+    assert.equal(victims.open, 1);
+    a.ended = true;
+    victims.spanEnded(a);
+    assert.equal(victims.open, 0);
   });
 
   it('ignores a record without a block (end not after start, or no record)', () => {
