@@ -6,6 +6,8 @@
 // before its record, or was forgotten (the cap, the age); no span kept once ended and swept.
 
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
 const { createBlockVictims, VICTIM_KEYS } = require('../../lib/core/block-victims');
 
 const T = performance.timeOrigin + performance.now();
@@ -114,12 +116,16 @@ describe('core/block-victims', () => {
     assert.equal(tags.size, 0);
   });
 
-  it('names its keys under uvscope.eventloop.*', () => {
+  it('names its keys under uvscope.eventloop.*, each in the tables of docs/opentelemetry.md and docs/datadog.md', () => {
     assert.deepEqual(VICTIM_KEYS, {
       blockedMs: 'uvscope.eventloop.blocked_ms',
       blocker: 'uvscope.eventloop.blocker',
       caller: 'uvscope.eventloop.blocker.caller',
       cause: 'uvscope.eventloop.block.cause',
     });
+    for (const doc of ['opentelemetry.md', 'datadog.md']) {
+      const text = fs.readFileSync(path.join(__dirname, '..', '..', 'docs', doc), 'utf8');
+      for (const key of Object.values(VICTIM_KEYS)) assert.ok(text.includes(`| \`${key}\` |`), `${doc}: ${key}`);
+    }
   });
 });
