@@ -7,7 +7,8 @@
 // uvscope's); uvscope (its processor adds and deletes each span in a Set); with --before, uvscope
 // from another checkout (e.g. main in a worktree: the processor without the victims part). Then,
 // in this process (see inProcess()): CPU per span with uvscope's processor under the provider and
-// without it, and one block's record with N spans open.
+// without it, and one block's record with N spans open; and in a child (fixtures/dd-spans.js), CPU
+// per dd-trace span with and without uvscope's tagger.
 //
 //   node bench/victims.js [--rounds 3] [--duration 5] [--rate 400] [--connections 10] [--before CHECKOUT]
 //
@@ -18,7 +19,7 @@
 const fs = require('fs');
 const path = require('path');
 const os = require('os');
-const { spawn } = require('child_process');
+const { spawn, spawnSync } = require('child_process');
 const { scrubEnv, stopChild, serverPort, Children, processCpuNs, watchdog } = require('../support/processes');
 const autocannon = require('autocannon');
 
@@ -185,6 +186,10 @@ async function main() {
   const sdk = require(path.join(REPO, 'node_modules', '@opentelemetry', 'sdk-trace-base', 'package.json')).version;
   console.log(`a span (in process, SDK ${sdk}, CPU time): ${perSpan.map((v) => `${v.name} ${v.ns.toFixed(0)} ns${v.name === 'none' ? '' : ` (+${v.diff.toFixed(0)})`}`).join(', ')}`);
   for (const { n, us, tagged } of blocks) console.log(`one block's record, ${n} spans open, every one a victim (${tagged / 7} tagged a record): ${us.toFixed(0)} µs`);
+  const dd = spawnSync(process.execPath, [path.join(__dirname, 'fixtures', 'dd-spans.js')], { encoding: 'utf8', timeout: 120000 });
+  if (dd.status !== 0) throw new Error(`bench/fixtures/dd-spans.js: ${dd.stderr}`);
+  const d = JSON.parse(dd.stdout.trim().split('\n').pop());
+  console.log(`a dd-trace ${d.version} span (child process, CPU time): ${d.without.toFixed(0)} ns without uvscope's tagger, ${d.with.toFixed(0)} ns with it (+${d.diff.toFixed(0)})`);
 }
 
 main().catch((err) => {
