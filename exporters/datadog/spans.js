@@ -107,7 +107,7 @@ function createSpanTagger({ startChannel, poolSize }) {
     get victims() {
       return { open: victims.open, tagged: victims.tagged };
     },
-    /** Forgets the spans open too long (each sample). */
+    /** Lets go of the spans finished since (and those open too long): each sample. */
     sweep() {
       victims.sweep();
     },

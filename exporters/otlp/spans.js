@@ -142,7 +142,7 @@ class SpanAttributer {
     this.#provider = provider;
   }
 
-  /** Forgets the spans ended since (each sample, so none is kept past it). */
+  /** Lets go of the spans ended since (and those open too long): each sample. */
   sweep() {
     this.#victims.sweep();
   }

@@ -96,8 +96,10 @@ function startSpanContext({ options, startChannel, latest }) {
   function refresh(watch = true) {
     if (closed) return;
     load();
-    if (otlp) otlp.attach();
-    if (otlp) otlp.sweep();
+    if (otlp) {
+      otlp.attach();
+      otlp.sweep(); // the spans ended since the last sample are let go
+    }
     if (datadog) datadog.sweep();
     if (!watch || ((!wantOtlp || otlp) && (!wantDatadog || datadog))) unwatch();
   }
