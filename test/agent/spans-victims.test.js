@@ -112,6 +112,35 @@ describe('agent/spans: a block\'s victims in the app\'s traces', function () {
     });
   });
 
+  it('keeps no span past a sample once it ended: spans ended under one still open are let go at the next sample', async () => {
+    // Ten spans end under an eleventh still open (so none is popped at its end), nothing of the SDK
+    // keeps them (no processor but uvscope's): uvscope holds them until its next sample, then not.
+    const r = await runNode(['--expose-gc', '--require', REGISTER, '-e', `
+      const path = require('path');
+      const req = require('module').createRequire(path.join(process.cwd(), 'package.json'));
+      new (req('@opentelemetry/sdk-trace-node').NodeTracerProvider)().register();
+      const tracer = req('@opentelemetry/api').trace.getTracer('t');
+      const alive = (refs) => refs.filter((r) => r.deref() !== undefined).length;
+      setTimeout(() => {
+        let spans = Array.from({ length: 10 }, () => tracer.startSpan('s'));
+        const open = tracer.startSpan('open');
+        const refs = spans.map((s) => new WeakRef(s));
+        for (const s of spans) s.end();
+        spans = null;
+        setImmediate(() => {
+          gc();
+          const held = alive(refs);
+          setTimeout(() => {
+            gc();
+            console.log(JSON.stringify({ held, after: alive(refs), open: open.ended }));
+          }, 2500);
+        });
+      }, 1500);
+    `], { env: { UVSCOPE_EXPORTERS: 'prometheus', UVSCOPE_PROMETHEUS_PORT: '0', UVSCOPE_INTERVAL_MS: '1000' }, timeoutMs: 30000 });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(lastJson(r.stdout), { held: 10, after: 0, open: false });
+  });
+
   (otelSdkMajor() >= 3 ? describe : describe.skip)('OpenTelemetry SDK 3 (peers/), the app\'s own server spans', () => {
     for (const order of [[REGISTER, SETUP], [SETUP, REGISTER]]) {
       it(`${order[0] === REGISTER ? 'uvscope first' : 'OpenTelemetry first'}: the requests open across the block carry it; one after it, nothing`, async () => {
