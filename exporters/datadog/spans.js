@@ -30,6 +30,7 @@ function tagVictim(span, f) {
   span.setTag(VICTIM_KEYS.cause, f.cause);
   span.setTag(VICTIM_KEYS.blocker, f.blocker);
   if (f.caller) span.setTag(VICTIM_KEYS.caller, f.caller);
+  if (f.route) span.setTag(VICTIM_KEYS.route, f.route);
 }
 
 /**

@@ -31,6 +31,7 @@ const ATTRIBUTES = Object.freeze({
   blockedMs: VICTIM_KEYS.blockedMs,
   blocker: VICTIM_KEYS.blocker,
   blockerCaller: VICTIM_KEYS.caller,
+  blockerRoute: VICTIM_KEYS.route,
   blockCause: VICTIM_KEYS.cause,
 });
 
@@ -54,6 +55,7 @@ function tagVictim(span, f) {
   span.setAttribute(ATTRIBUTES.blockCause, f.cause);
   span.setAttribute(ATTRIBUTES.blocker, f.blocker);
   if (f.caller) span.setAttribute(ATTRIBUTES.blockerCaller, f.caller);
+  if (f.route) span.setAttribute(ATTRIBUTES.blockerRoute, f.route);
 }
 
 // The SDK's (2.x and 3.x) list of span processors behind a provider: its MultiSpanProcessor's

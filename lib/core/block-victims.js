@@ -21,6 +21,7 @@ const VICTIM_KEYS = Object.freeze({
   blockedMs: 'uvscope.eventloop.blocked_ms',
   blocker: 'uvscope.eventloop.blocker',
   caller: 'uvscope.eventloop.blocker.caller',
+  route: 'uvscope.eventloop.blocker.route',
   cause: 'uvscope.eventloop.block.cause',
 });
 
@@ -36,6 +37,9 @@ const MIN_OVERLAP_MS = 1;
 const UNKNOWN = '(unknown)';
 // The blocker's name, else what the block was: V8's garbage collector, or not known.
 const blockerName = (record, blocker) => (blocker ? blocker.name : record.cause === 'gc' ? 'gc' : UNKNOWN);
+// A tracer cannot take an attribute back: one written for an earlier block is overwritten when the
+// costliest has none.
+const replacing = (value, previous) => (typeof value === 'string' ? value : previous !== null ? UNKNOWN : null);
 
 /**
  * @typedef {{ start: number, end: number, seconds: number, cause: 'code' | 'gc',
@@ -46,9 +50,9 @@ const blockerName = (record, blocker) => (blocker ? blocker.name : record.cause 
 /**
  * The victims' figures of one span, decided here once for every tracer: the blocked time inside
  * it (summed over blocks) and the costliest block's blocker (its name, 'gc' for a collection
- * without one, else '(unknown)'), cause and caller (null: none to write).
+ * without one, else '(unknown)'), cause, caller and the route it was serving (null: none to write).
  * @typedef {{ blockedMs: number, worstMs: number, blocker: string, caller: string | null,
- *   cause: string }} VictimFigures
+ *   route: string | null, cause: string }} VictimFigures
  */
 
 /**
@@ -125,17 +129,15 @@ function createBlockVictims({ startOf, isOpen, tag, cap = CAP }) {
         if (!(ms >= MIN_OVERLAP_MS)) continue;
         let f = figures[i];
         if (!f) {
-          f = figures[i] = { blockedMs: 0, worstMs: 0, blocker: UNKNOWN, caller: null, cause: record.cause };
+          f = figures[i] = { blockedMs: 0, worstMs: 0, blocker: UNKNOWN, caller: null, route: null, cause: record.cause };
           tagged++;
         }
         f.blockedMs += ms;
         if (ms > f.worstMs) {
           f.worstMs = ms;
           f.blocker = blockerName(record, blocker);
-          // A tracer cannot take an attribute back: a caller written for an earlier block is
-          // overwritten when the costliest has none.
-          const caller = blocker && typeof blocker.caller === 'string' ? blocker.caller : null;
-          f.caller = caller !== null ? caller : f.caller !== null ? UNKNOWN : null;
+          f.caller = replacing(blocker && blocker.caller, f.caller);
+          f.route = replacing(record.route, f.route);
           f.cause = record.cause;
         }
         tag(span, f);

@@ -21,7 +21,7 @@ const BLOCK_MS = 150;
 // The spans' clocks against the record's: OpenTelemetry's is the same performance.now() (the
 // figure is rounded to 0.1 ms); dd-trace's span start is Date.now()-based, whole milliseconds.
 const TOLERANCE_MS = 1.5;
-const KEYS = ['uvscope.eventloop.blocked_ms', 'uvscope.eventloop.blocker', 'uvscope.eventloop.blocker.caller', 'uvscope.eventloop.block.cause'];
+const KEYS = ['uvscope.eventloop.blocked_ms', 'uvscope.eventloop.blocker', 'uvscope.eventloop.blocker.caller', 'uvscope.eventloop.blocker.route', 'uvscope.eventloop.block.cause'];
 
 async function run(preloads, env, { warning = false } = {}) {
   const r = await runNode([...preloads.flatMap((p) => ['--require', p]), APP], {
@@ -54,6 +54,7 @@ function assertVictim(tags, blockMs, label) {
   assert.ok(Math.abs(tags['uvscope.eventloop.blocked_ms'] - blockMs) <= TOLERANCE_MS, `${label}: blocked_ms ${tags['uvscope.eventloop.blocked_ms']}, the block ${blockMs}`);
   assert.equal(tags['uvscope.eventloop.blocker'], 'parseCsv', label);
   assert.equal(tags['uvscope.eventloop.blocker.caller'], 'src/import.js:9', label);
+  assert.equal(tags['uvscope.eventloop.blocker.route'], 'GET /block', label);
   assert.equal(tags['uvscope.eventloop.block.cause'], 'code', label);
 }
 const assertNone = (tags, label) => assert.deepEqual(KEYS.filter((k) => k in tags), [], label);

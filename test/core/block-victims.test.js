@@ -35,9 +35,9 @@ describe('core/block-victims', () => {
     span('before', 0); // open across the whole block
     span('inside', 150); // started inside the blocking callback, 50 ms before its end
     span('ended', 10).ended = true; // ended before the record arrived
-    assert.equal(victims.blocked(block(100, 200, 'parseCsv', { blocker: { name: 'parseCsv', caller: 'src/import.js:9' } })), 2);
+    assert.equal(victims.blocked(block(100, 200, 'parseCsv', { blocker: { name: 'parseCsv', caller: 'src/import.js:9' }, route: 'POST /import' })), 2);
     span('after', 201); // started after the block, before another record
-    assert.deepEqual(tags.get('before'), { blockedMs: 100, worstMs: 100, blocker: 'parseCsv', caller: 'src/import.js:9', cause: 'code' });
+    assert.deepEqual(tags.get('before'), { blockedMs: 100, worstMs: 100, blocker: 'parseCsv', caller: 'src/import.js:9', route: 'POST /import', cause: 'code' });
     assert.equal(tags.get('inside').blockedMs, 50);
     assert.equal(tags.has('ended'), false);
     assert.equal(tags.has('after'), false);
@@ -47,14 +47,14 @@ describe('core/block-victims', () => {
   it('sums several blocks and names the costliest one inside the span; a collection without a name is gc', () => {
     const { victims, tags, span } = harness();
     span('long', 0);
-    victims.blocked(block(10, 40, 'small', { blocker: { name: 'small', caller: 'src/a.js:1' } }));
+    victims.blocked(block(10, 40, 'small', { blocker: { name: 'small', caller: 'src/a.js:1' }, route: 'GET /a' }));
     victims.blocked(block(100, 180, null, { cause: 'gc' }));
     victims.blocked(block(200, 250, 'medium'));
-    // the caller written for the first block is overwritten, not left beside another blocker
-    assert.deepEqual(tags.get('long'), { blockedMs: 30 + 80 + 50, worstMs: 80, blocker: 'gc', caller: '(unknown)', cause: 'gc' });
+    // the caller and route written for the first block are overwritten, not left beside another blocker
+    assert.deepEqual(tags.get('long'), { blockedMs: 30 + 80 + 50, worstMs: 80, blocker: 'gc', caller: '(unknown)', route: '(unknown)', cause: 'gc' });
     span('other', 300);
     victims.blocked(block(310, 320, null));
-    assert.deepEqual(tags.get('other'), { blockedMs: 10, worstMs: 10, blocker: '(unknown)', caller: null, cause: 'code' });
+    assert.deepEqual(tags.get('other'), { blockedMs: 10, worstMs: 10, blocker: '(unknown)', caller: null, route: null, cause: 'code' });
   });
 
   it('twin: a span started after the block ended, or within the tracers\' clock of its end, gets nothing', () => {
@@ -121,6 +121,7 @@ describe('core/block-victims', () => {
       blockedMs: 'uvscope.eventloop.blocked_ms',
       blocker: 'uvscope.eventloop.blocker',
       caller: 'uvscope.eventloop.blocker.caller',
+      route: 'uvscope.eventloop.blocker.route',
       cause: 'uvscope.eventloop.block.cause',
     });
     for (const doc of ['opentelemetry.md', 'datadog.md']) {
