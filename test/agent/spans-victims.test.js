@@ -153,10 +153,10 @@ describe('agent/spans: a block\'s victims in the app\'s traces', function () {
 
   describe(`dd-trace ${ddTraceMajor()}`, () => {
     // dd-trace's web.request spans as { path, tags }, and the records the app printed.
-    async function ddRun(preloads, env) {
+    async function ddRun(preloads, env, expect) {
       let out;
       const spans = await withDdAgent(async (ddEnv) => {
-        out = await run(preloads, { ...ddEnv, HOLD_MS: '300', ...env });
+        out = await run(preloads, { ...ddEnv, HOLD_MS: '300', ...env }, expect);
       });
       const server = spans.filter((s) => s.name === 'web.request')
         .map((s) => ({ path: new URL(s.meta['http.url']).pathname, tags: { ...s.meta, ...s.metrics } }));
@@ -169,6 +169,13 @@ describe('agent/spans: a block\'s victims in the app\'s traces', function () {
         assertVictims(server, truth(out));
       });
     }
+
+    it('a failure in uvscope\'s handler of the record stays in uvscope: one warning, the app answers and exits', async () => {
+      const { out, server } = await ddRun([REGISTER, DD_INIT], { UVSCOPE_TEST_FAULTS: 'channel:datadog.spans' }, { warning: true });
+      assert.equal(out.stderr.match(/\[UVSCOPE_INTERNAL_ERROR\] Warning: uvscope: exporter:datadog failed/g).length, 1, out.stderr);
+      assert.equal(server.length, 3);
+      for (const s of server) assertNone(s.tags, s.path);
+    });
 
     it('twin: UVSCOPE_DATADOG_TRACE_TAGS=false puts none; the spans are still made', async () => {
       const { out, server } = await ddRun([REGISTER, DD_INIT], { UVSCOPE_DATADOG_TRACE_TAGS: 'false' });
