@@ -51,9 +51,9 @@ export interface MultiprocessOptions {
 
 /** The threadpool tracer (async_hooks). */
 export interface TracerOptions {
-  /** the threadpool tracer (async_hooks): auto (armed for a window when the pool looks saturated), on or off (UVSCOPE_TRACER, default auto). */
+  /** the threadpool tracer (async_hooks): auto (armed for a window when the pool is held), on or off (UVSCOPE_TRACER, default auto). */
   mode?: 'auto' | 'on' | 'off';
-  /** an integer number of milliseconds from 1 to 600000 (a probe wait that arms the tracer) (UVSCOPE_TRACER_THRESHOLD_MS, default 250). */
+  /** an integer number of milliseconds from 1 to 600000 (a probe's wait for a thread, beyond the event loop's own delay, that arms the tracer) (UVSCOPE_TRACER_THRESHOLD_MS, default 50). */
   thresholdMs?: number;
   /** an integer number of milliseconds from 100 to 3600000 (how long auto mode stays armed) (UVSCOPE_TRACER_WINDOW_MS, default 10000). */
   windowMs?: number;
