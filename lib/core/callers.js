@@ -56,6 +56,46 @@ function captureCaller() {
   }
 }
 
+/**
+ * The package that made the current call and the app's call into it: the first stack frame
+ * outside Node's internals, uvscope and instrumentation, when it is under node_modules, reduced to
+ * its package name (scoped too), and the first frame after it outside that package (the app's
+ * own file:line, or the package that called it). For addon work whose resource name says nothing
+ * (node-addon-api's AsyncWorker default, `generic`): the package that submitted it names it.
+ * Costs a stack capture (some microseconds) of up to CAPTURE_DEEP frames.
+ * @returns {{ pkg: string|null, caller: string }} pkg null when the first frame is the app's own
+ */
+function capturePackageCaller() {
+  const limit = Error.stackTraceLimit;
+  const prepare = Error.prepareStackTrace;
+  try {
+    Error.prepareStackTrace = callSites;
+    Error.stackTraceLimit = CAPTURE_DEEP;
+    const holder = {};
+    Error.captureStackTrace(holder, capturePackageCaller);
+    const frames = holder.stack;
+    let pkg = null;
+    if (Array.isArray(frames)) {
+      for (let i = 0; i < frames.length; i++) {
+        const file = frames[i].getFileName();
+        if (!file || !isAppFile(file)) continue;
+        const where = describe(toPath(file), frames[i].getLineNumber());
+        const inPackage = !where.includes(':');
+        if (pkg === null) {
+          if (!inPackage) return { pkg: null, caller: where };
+          pkg = where;
+        } else if (where !== pkg) return { pkg, caller: where };
+      }
+    }
+    return { pkg, caller: pkg || '(unknown)' };
+  } catch {
+    return { pkg: null, caller: '(unknown)' };
+  } finally {
+    Error.prepareStackTrace = prepare;
+    Error.stackTraceLimit = limit;
+  }
+}
+
 function callSites(_, frames) {
   return frames;
 }
@@ -124,4 +164,4 @@ function safeFileURLToPath(url) {
   }
 }
 
-module.exports = { captureCaller, describe };
+module.exports = { captureCaller, capturePackageCaller, describe };
