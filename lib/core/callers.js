@@ -70,30 +70,40 @@ function capturePackageCaller() {
   const prepare = Error.prepareStackTrace;
   try {
     Error.prepareStackTrace = callSites;
-    Error.stackTraceLimit = CAPTURE_DEEP;
-    const holder = {};
-    Error.captureStackTrace(holder, capturePackageCaller);
-    const frames = holder.stack;
-    let pkg = null;
-    if (Array.isArray(frames)) {
-      for (let i = 0; i < frames.length; i++) {
-        const file = frames[i].getFileName();
-        if (!file || !isAppFile(file)) continue;
-        const where = describe(toPath(file), frames[i].getLineNumber());
-        const inPackage = !where.includes(':');
-        if (pkg === null) {
-          if (!inPackage) return { pkg: null, caller: where };
-          pkg = where;
-        } else if (where !== pkg) return { pkg, caller: where };
-      }
+    const cwd = process.cwd();
+    if (cwd !== describedCwd) {
+      described.clear();
+      describedCwd = cwd;
     }
-    return { pkg, caller: pkg || '(unknown)' };
+    return packageFrames(CAPTURE_FIRST) || packageFrames(CAPTURE_DEEP) || { pkg: null, caller: '(unknown)' };
   } catch {
     return { pkg: null, caller: '(unknown)' };
   } finally {
     Error.prepareStackTrace = prepare;
     Error.stackTraceLimit = limit;
   }
+}
+
+// The package and the app's call into it in a stack of at most `depth` frames; null when the
+// stack may go deeper than that without both.
+function packageFrames(depth) {
+  const holder = {};
+  Error.stackTraceLimit = depth;
+  Error.captureStackTrace(holder, capturePackageCaller);
+  const frames = holder.stack;
+  if (!Array.isArray(frames)) return null;
+  let pkg = null;
+  for (let i = 0; i < frames.length; i++) {
+    const where = callerOf(frames[i]);
+    if (where === null) continue;
+    // A package name has no ':line' (describe()).
+    if (pkg === null) {
+      if (where.includes(':')) return { pkg: null, caller: where };
+      pkg = where;
+    } else if (where !== pkg) return { pkg, caller: where };
+  }
+  if (frames.length >= depth && depth < CAPTURE_DEEP) return null;
+  return { pkg, caller: pkg || '(unknown)' };
 }
 
 function callSites(_, frames) {
@@ -109,23 +119,29 @@ function firstAppFrame(depth) {
   const frames = holder.stack;
   if (!Array.isArray(frames)) return null;
   for (let i = 0; i < frames.length; i++) {
-    const file = frames[i].getFileName();
-    if (!file) continue;
-    let lines = described.get(file);
-    if (lines === undefined) {
-      if (described.size >= MAX_FILES) described.clear();
-      described.set(file, (lines = isAppFile(file) ? new Map() : null));
-    }
-    if (lines === null) continue;
-    const line = frames[i].getLineNumber();
-    let caller = lines.get(line);
-    if (caller === undefined) {
-      caller = describe(toPath(file), line);
-      if (lines.size < MAX_LINES) lines.set(line, caller);
-    }
-    return caller;
+    const caller = callerOf(frames[i]);
+    if (caller !== null) return caller;
   }
   return frames.length >= depth && depth < CAPTURE_DEEP ? undefined : null;
+}
+
+// A frame as a caller (described()'s), or null when it is not the app's.
+function callerOf(frame) {
+  const file = frame.getFileName();
+  if (!file) return null;
+  let lines = described.get(file);
+  if (lines === undefined) {
+    if (described.size >= MAX_FILES) described.clear();
+    described.set(file, (lines = isAppFile(file) ? new Map() : null));
+  }
+  if (lines === null) return null;
+  const line = frame.getLineNumber();
+  let caller = lines.get(line);
+  if (caller === undefined) {
+    caller = describe(toPath(file), line);
+    if (lines.size < MAX_LINES) lines.set(line, caller);
+  }
+  return caller;
 }
 
 // Whether a file (as V8 names it) is the app's: not Node's internals, uvscope or instrumentation.

@@ -34,7 +34,7 @@ const OTHER = '_other';
 const SAYS_NOTHING = new Set(['', 'generic']);
 // Stack captures per interval for such work (each job's package is read from its stack); past
 // them a job goes with the last package seen for its name.
-const PACKAGE_CAPTURES_PER_INTERVAL = 1000;
+const PACKAGE_CAPTURES_PER_INTERVAL = 200;
 
 /**
  * The kind of threadpool work of an async_hooks provider type.
