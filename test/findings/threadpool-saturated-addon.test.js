@@ -102,6 +102,22 @@ describe('threadpool-saturated: addon work named by its package, held but not co
     });
   });
 
+  it('twin: the same jobs kept on a CPU (spinning): CPU-bound advice where busy threads are read (Node 22+), the cannot-be-told one where not', async () => {
+    const out = await run({ FIXTURE_SPIN: '1', FIXTURE_SECONDS: '2' });
+    const f = out.byId['threadpool-saturated'];
+    assert.ok(f, `findings: ${Object.keys(out.byId)}`);
+    assert.equal(f.evidence.holder.name, 'fake-sharp (addon work)');
+    const busy = f.evidence.busyThreads;
+    if (busy && busy.available) {
+      // 4 threads spinning on the machine's CPUs: on a CPU or waiting for one, all of them.
+      assert.ok(busy.computing + (busy.runnable || 0) >= 2, JSON.stringify(busy));
+      assert.match(f.advice[0], /^Move fake-sharp's work \(called from .* off the threadpool: run it in worker_threads/);
+      assert.doesNotMatch(f.advice.join('\n'), /without computing|cannot be told/);
+    } else {
+      assert.match(f.advice[0], /cannot be told here/);
+    }
+  });
+
   it('twin: 2 clients on the same package never fill the pool: no finding, the tracer never armed', async () => {
     const out = await run({ FIXTURE_CLIENTS: '2' });
     assert.ok(out.truth.resize > 10, JSON.stringify(out.truth));

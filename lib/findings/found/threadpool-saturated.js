@@ -143,7 +143,8 @@ function adviceOf({ size, cores, window, peakFs, busy }, { traced: holder, kind 
     } else if (mayWait) {
       out.push(`Whether ${who}'s jobs compute or wait on the pool's threads cannot be told here (${busy && !busy.available && busy.reason ? busy.reason : 'busy pool threads not read'}). If they compute, move them off the threadpool to worker_threads sized to the ${cores} CPUs the process may use. If they wait (an addon that hands its work to threads of its own, as sharp does to libvips's), ${notCpu}. ${took(`Each ${who} job`)}`);
     } else {
-      out.push(`Move ${name}${where} off the threadpool: run it in worker_threads (a pool of workers sized to the ${cores} CPUs the process may use, e.g. with piscina, calling the synchronous variant there), so lookups and fs calls keep their threads. ${took(`Each ${name}`)}`);
+      const subject = holder.package ? `${holder.package}'s work` : name;
+      out.push(`Move ${subject}${where} off the threadpool: run it in worker_threads (a pool of workers sized to the ${cores} CPUs the process may use, e.g. with piscina, calling the synchronous variant there), so lookups and fs calls keep their threads. ${took(holder.package ? `Each ${who} job` : `Each ${name}`)}`);
       const cost = COST_ADVICE[name];
       if (cost) out.push(`Or lower ${name}'s cost: ${cost}. Halving it halves the CPU time each job holds a thread.`);
     }
@@ -163,7 +164,7 @@ function adviceOf({ size, cores, window, peakFs, busy }, { traced: holder, kind 
     let cpu = 'It does not make the fs calls themselves faster.';
     if (use === 'waiting') cpu = `${holder.package || name}'s jobs barely use a CPU, so their threads cost the app little CPU.`;
     else if (mayWait) cpu = `If the jobs compute, more threads than the ${cores} CPUs the process may use only share the CPU.`;
-    else if (holder && holder.kind !== 'fs') cpu = `CPU-bound jobs on more threads than the ${cores} CPUs the process may use only share the CPU, so each ${name} takes longer.`;
+    else if (holder && holder.kind !== 'fs') cpu = `CPU-bound jobs on more threads than the ${cores} CPUs the process may use only share the CPU, so each ${holder.package ? `${holder.package} job` : name} takes longer.`;
     out.push(`A larger pool only helps the work waiting behind it: UV_THREADPOOL_SIZE=${Math.min(1024, holderPeak + size)} would give each of the ${holderPeak} ${name} jobs in flight at the peak a thread and leave today's ${size} to lookups and fs calls. ${cpu}`);
   } else {
     out.push(`A larger pool (UV_THREADPOOL_SIZE above ${size}) lets lookups and fs calls find a thread while the unlisted work runs, if that work does not grow to fill it; CPU-bound work on more threads than the ${cores} CPUs the process may use only shares the CPU.`);
