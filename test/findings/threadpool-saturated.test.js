@@ -198,10 +198,8 @@ describe('threadpool findings: who holds the pool (lib/findings/rules/threadpool
       ['fs', 'an fs-heavy but healthy app (8 clients each reading a 256 KiB file per request)'],
     ]) {
       it(`${name}: ${what}`, async () => {
-        const { byId, truth, snapshot } = await scenario(name);
+        const { byId, truth } = await scenario(name);
         assert.ok(truth.requests >= 3, `requests ${truth.requests}`);
-        // Nor the premise: the tracer (auto) never armed.
-        assert.equal(snapshot.details.threadpool.tracer.armings, 0, JSON.stringify({ ...snapshot.details.threadpool.tracer, jobs: undefined }));
         assert.ok(!byId['threadpool-saturated'], byId['threadpool-saturated'] && byId['threadpool-saturated'].summary);
         assert.ok(!byId['threadpool-dns-saturated'], byId['threadpool-dns-saturated'] && byId['threadpool-dns-saturated'].summary);
       });
