@@ -53,9 +53,9 @@ export interface MultiprocessOptions {
 
 /** The threadpool tracer (async_hooks). */
 export interface TracerOptions {
-  /** the threadpool tracer (async_hooks): auto (armed for a window when the pool looks saturated), on or off (UVSCOPE_TRACER, default auto). */
+  /** the threadpool tracer (async_hooks): auto (armed for a window when the pool is held), on or off (UVSCOPE_TRACER, default auto). */
   mode?: 'auto' | 'on' | 'off';
-  /** an integer number of milliseconds from 1 to 600000 (a probe wait that arms the tracer) (UVSCOPE_TRACER_THRESHOLD_MS, default 250). */
+  /** an integer number of milliseconds from 1 to 600000 (a probe's wait for a thread, beyond the event loop's own delay, that arms the tracer) (UVSCOPE_TRACER_THRESHOLD_MS, default 50). */
   thresholdMs?: number;
   /** an integer number of milliseconds from 100 to 3600000 (how long auto mode stays armed) (UVSCOPE_TRACER_WINDOW_MS, default 10000). */
   windowMs?: number;
@@ -213,8 +213,12 @@ export interface ThreadpoolDetails {
   readonly dnsSlots: number;
   /** Jobs submitted and not completed by kind; crypto, zlib and other only while the tracer is armed. */
   readonly pending: Readonly<{ dns: number; fs: number; crypto?: number; zlib?: number; other?: number }>;
-  /** The probes' figures for the interval (work: where crypto.randomFill exists). */
-  readonly probes: Readonly<Partial<Record<'dns' | 'work', Readonly<{ maxWaitSeconds: number; inFlightSeconds: number }>>>>;
+  /**
+   * The probes' figures for the interval (work: where crypto.randomFill exists): the longest wait,
+   * the wait so far of a probe still in flight, and the longest of either the event loop spent
+   * idle (heldSeconds: the wait the loop's own delay does not explain, lib/core/pool-held.js).
+   */
+  readonly probes: Readonly<Partial<Record<'dns' | 'work', Readonly<{ maxWaitSeconds: number; inFlightSeconds: number; heldSeconds: number }>>>>;
   /** CPU of the pool's threads (Linux, libuv 1.50+), per second of the interval; null where the kernel does not tell. */
   readonly busy:
     | Readonly<{ available: true; threads: number; computing: number; runnable: number | null; schedulings: number | null; meanWaitSeconds: number | null }>

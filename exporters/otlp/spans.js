@@ -7,10 +7,15 @@
 // being created through a span processor of its own, added to the registered provider's
 // processors (SpanProcessor.onStart is where the SDK lets a processor add attributes), and pairs
 // it with its own start event. A dns.lookup span the app made active itself is tagged too.
+// The same processor hands every span's start and end to lib/core/block-victims.js, so that those
+// open across a block of the event loop are given its time and its blocker when its record
+// arrives; a span that ended before that (the record comes a few ms after the block) is left as
+// it is.
 
 const { injectFault } = require('../../lib/core/faults');
-const { safeSubscriber } = require('../../lib/core/channels');
+const { published, safeSubscriber } = require('../../lib/core/channels');
 const { createLookupPairing, lookupFigures } = require('../../lib/core/span-pairing');
+const { createBlockVictims, VICTIM_KEYS, roundMs } = require('../../lib/core/block-victims');
 const { globalTracerProvider, activeSpan } = require('./global');
 
 const SPAN_NAME = 'dns.lookup';
@@ -23,7 +28,35 @@ const ATTRIBUTES = Object.freeze({
   slots: 'uvscope.dns.slots',
   poolSize: 'uvscope.dns.threadpool_size',
   caller: 'uvscope.dns.caller',
+  blockedMs: VICTIM_KEYS.blockedMs,
+  blocker: VICTIM_KEYS.blocker,
+  blockerCaller: VICTIM_KEYS.caller,
+  blockerRoute: VICTIM_KEYS.route,
+  blockCause: VICTIM_KEYS.cause,
 });
+
+// A span's start on the block records' scale (performance.timeOrigin + performance.now()): the
+// SDK's (2.x, 3.x) performance.now() at its creation, unless the app gave the start itself; else
+// its startTime (Date.now()-based HrTime).
+function startMs(span) {
+  if (typeof span._performanceStartTime === 'number' && span._startTimeProvided !== true) {
+    return performance.timeOrigin + span._performanceStartTime;
+  }
+  const t = span.startTime;
+  return Array.isArray(t) ? t[0] * 1e3 + t[1] / 1e6 : NaN;
+}
+
+// The SDK's (2.x, 3.x) ReadableSpan.ended.
+const isOpen = (span) => span.ended !== true;
+
+function tagVictim(span, f) {
+  if (typeof span.setAttribute !== 'function') return;
+  span.setAttribute(ATTRIBUTES.blockedMs, roundMs(f.blockedMs));
+  span.setAttribute(ATTRIBUTES.blockCause, f.cause);
+  span.setAttribute(ATTRIBUTES.blocker, f.blocker);
+  if (f.caller) span.setAttribute(ATTRIBUTES.blockerCaller, f.caller);
+  if (f.route) span.setAttribute(ATTRIBUTES.blockerRoute, f.route);
+}
 
 // The SDK's (2.x and 3.x) list of span processors behind a provider: its MultiSpanProcessor's
 // array, which every tracer of the provider calls at each span start. The SDK has no public way to
@@ -54,6 +87,11 @@ class SpanAttributer {
   lookupStarted = this.#onStart;
   #processor;
   #immediate;
+  #victims = createBlockVictims({ startOf: startMs, isOpen, tag: tagVictim });
+  #onBlock = safeSubscriber('exporter:otlp', (record) => {
+    injectFault('channel:otlp');
+    this.#victims.blocked(record);
+  });
 
   /**
    * @param {object} options
@@ -66,11 +104,12 @@ class SpanAttributer {
     const spanStarted = safeSubscriber('exporter:otlp', (span) => this.#spanStarted(span));
     this.#processor = Object.freeze({
       onStart: (span) => spanStarted(span, ''),
-      onEnd() {},
+      onEnd: (span) => this.#victims.spanEnded(span),
       forceFlush: () => Promise.resolve(),
       shutdown: () => Promise.resolve(),
     });
     startChannel.subscribe(this.#onStart);
+    published.eventloopBlock.subscribe(this.#onBlock);
     this.attach();
     // A provider registered by a later preload is found before the app's first callback, so a
     // first lookup made after that is not missed (see attach()); unref'd, it holds nothing open.
@@ -78,9 +117,14 @@ class SpanAttributer {
     this.#immediate.unref();
   }
 
-  /** @returns {number} spans given uvscope's attributes */
+  /** @returns {number} dns.lookup spans given uvscope's attributes */
   get tagged() {
     return this.#count;
+  }
+
+  /** @returns {{ open: number, tagged: number }} spans followed now; spans tagged as a block's victims */
+  get victims() {
+    return { open: this.#victims.open, tagged: this.#victims.tagged };
   }
 
   /**
@@ -100,10 +144,16 @@ class SpanAttributer {
     this.#provider = provider;
   }
 
+  /** Lets go of the spans ended since (and those open too long): each sample. */
+  sweep() {
+    this.#victims.sweep();
+  }
+
   /** Stops: no more attributes, and the processor leaves the provider. */
   close() {
     clearImmediate(this.#immediate);
     this.#startChannel.unsubscribe(this.#onStart);
+    published.eventloopBlock.unsubscribe(this.#onBlock);
     this.#detach();
   }
 
@@ -112,6 +162,8 @@ class SpanAttributer {
     const i = list ? list.indexOf(this.#processor) : -1;
     if (i !== -1) list.splice(i, 1);
     this.#provider = null;
+    // The old provider's spans no longer end through uvscope's processor: forget them.
+    this.#victims = createBlockVictims({ startOf: startMs, isOpen, tag: tagVictim });
   }
 
   #lookupStarted({ inFlight }) {
@@ -124,6 +176,7 @@ class SpanAttributer {
   }
 
   #spanStarted(span) {
+    this.#victims.spanStarted(span);
     if (!isLookupSpan(span) || !span.instrumentationScope || span.instrumentationScope.name !== DNS_SCOPE) return;
     injectFault('channel:otlp');
     this.#pairing.spanStarted(undefined, span);

@@ -1,6 +1,8 @@
 'use strict';
 
-// uvscope's context on the app's dns.lookup spans, whatever UVSCOPE_EXPORTERS says: a trace is
+// uvscope's context on the app's spans, whatever UVSCOPE_EXPORTERS says: on its dns.lookup spans,
+// the lookups ahead of them; on every span open across a block of the event loop, the block's time
+// and blocker (lib/core/block-victims.js, when uvscope:eventloop.block is published). A trace is
 // the app's, exported by its own tracer, and the common setup is OpenTelemetry or dd-trace traces
 // with Prometheus metrics. It acts only once a tracer is there, and loads its code then
 // (exporters/otlp/spans.js, exporters/datadog/spans.js): OpenTelemetry's global tracer provider,
@@ -94,7 +96,11 @@ function startSpanContext({ options, startChannel, latest }) {
   function refresh(watch = true) {
     if (closed) return;
     load();
-    if (otlp) otlp.attach();
+    if (otlp) {
+      otlp.attach();
+      otlp.sweep(); // the spans ended since the last sample are let go
+    }
+    if (datadog) datadog.sweep();
     if (!watch || ((!wantOtlp || otlp) && (!wantDatadog || datadog))) unwatch();
   }
 

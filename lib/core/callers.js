@@ -56,6 +56,56 @@ function captureCaller() {
   }
 }
 
+/**
+ * The package that made the current call and the app's call into it: the first stack frame
+ * outside Node's internals, uvscope and instrumentation, when it is under node_modules, reduced to
+ * its package name (scoped too), and the first frame after it outside that package (the app's
+ * own file:line, or the package that called it). For addon work whose resource name says nothing
+ * (node-addon-api's AsyncWorker default, `generic`): the package that submitted it names it.
+ * Costs a stack capture (some microseconds) of up to CAPTURE_DEEP frames.
+ * @returns {{ pkg: string|null, caller: string }} pkg null when the first frame is the app's own
+ */
+function capturePackageCaller() {
+  const limit = Error.stackTraceLimit;
+  const prepare = Error.prepareStackTrace;
+  try {
+    Error.prepareStackTrace = callSites;
+    const cwd = process.cwd();
+    if (cwd !== describedCwd) {
+      described.clear();
+      describedCwd = cwd;
+    }
+    return packageFrames(CAPTURE_FIRST) || packageFrames(CAPTURE_DEEP) || { pkg: null, caller: '(unknown)' };
+  } catch {
+    return { pkg: null, caller: '(unknown)' };
+  } finally {
+    Error.prepareStackTrace = prepare;
+    Error.stackTraceLimit = limit;
+  }
+}
+
+// The package and the app's call into it in a stack of at most `depth` frames; null when the
+// stack may go deeper than that without both.
+function packageFrames(depth) {
+  const holder = {};
+  Error.stackTraceLimit = depth;
+  Error.captureStackTrace(holder, capturePackageCaller);
+  const frames = holder.stack;
+  if (!Array.isArray(frames)) return null;
+  let pkg = null;
+  for (let i = 0; i < frames.length; i++) {
+    const where = callerOf(frames[i]);
+    if (where === null) continue;
+    // A package name has no ':line' (describe()).
+    if (pkg === null) {
+      if (where.includes(':')) return { pkg: null, caller: where };
+      pkg = where;
+    } else if (where !== pkg) return { pkg, caller: where };
+  }
+  if (frames.length >= depth && depth < CAPTURE_DEEP) return null;
+  return { pkg, caller: pkg || '(unknown)' };
+}
+
 function callSites(_, frames) {
   return frames;
 }
@@ -69,23 +119,29 @@ function firstAppFrame(depth) {
   const frames = holder.stack;
   if (!Array.isArray(frames)) return null;
   for (let i = 0; i < frames.length; i++) {
-    const file = frames[i].getFileName();
-    if (!file) continue;
-    let lines = described.get(file);
-    if (lines === undefined) {
-      if (described.size >= MAX_FILES) described.clear();
-      described.set(file, (lines = isAppFile(file) ? new Map() : null));
-    }
-    if (lines === null) continue;
-    const line = frames[i].getLineNumber();
-    let caller = lines.get(line);
-    if (caller === undefined) {
-      caller = describe(toPath(file), line);
-      if (lines.size < MAX_LINES) lines.set(line, caller);
-    }
-    return caller;
+    const caller = callerOf(frames[i]);
+    if (caller !== null) return caller;
   }
   return frames.length >= depth && depth < CAPTURE_DEEP ? undefined : null;
+}
+
+// A frame as a caller (described()'s), or null when it is not the app's.
+function callerOf(frame) {
+  const file = frame.getFileName();
+  if (!file) return null;
+  let lines = described.get(file);
+  if (lines === undefined) {
+    if (described.size >= MAX_FILES) described.clear();
+    described.set(file, (lines = isAppFile(file) ? new Map() : null));
+  }
+  if (lines === null) return null;
+  const line = frame.getLineNumber();
+  let caller = lines.get(line);
+  if (caller === undefined) {
+    caller = describe(toPath(file), line);
+    if (lines.size < MAX_LINES) lines.set(line, caller);
+  }
+  return caller;
 }
 
 // Whether a file (as V8 names it) is the app's: not Node's internals, uvscope or instrumentation.
@@ -124,4 +180,4 @@ function safeFileURLToPath(url) {
   }
 }
 
-module.exports = { captureCaller, describe };
+module.exports = { captureCaller, capturePackageCaller, describe };

@@ -29,6 +29,15 @@ const published = Object.freeze({
    * provider type (PBKDF2REQUEST, ZLIB, an addon's name), seconds from submission to callback.
    */
   threadpoolJobEnd: diagnosticsChannel.channel('uvscope:threadpool.job:end'),
+  /**
+   * A block of the event loop ended and what blocked it is known (on the main thread, a few ms
+   * after the block: the loop runs again, then the watchdog's message is read).
+   * `{ start: number, end: number, seconds: number, cause: 'code'|'gc',
+   * blocker: { name: string, caller?: string } | null, route: string | null }`: start and end in
+   * epoch ms (performance.timeOrigin + performance.now()); the spans open across it are tagged
+   * (lib/core/block-victims.js).
+   */
+  eventloopBlock: diagnosticsChannel.channel('uvscope:eventloop.block'),
 });
 
 /**
@@ -62,6 +71,13 @@ const subscribed = Object.freeze({
    * packages/datadog-instrumentations/src/dns.js, packages/datadog-plugin-dns/src/lookup.js).
    */
   ddTraceDnsLookupStart: 'apm:dns:lookup:start',
+  /**
+   * dd-trace: `{ span, fields }` when a span starts, and the span when it finishes
+   * (packages/dd-trace/src/opentracing/span.js); a block's victims are the spans open across it
+   * (lib/core/block-victims.js).
+   */
+  ddTraceSpanStart: 'dd-trace:span:start',
+  ddTraceSpanFinish: 'dd-trace:span:finish',
 });
 
 /**

@@ -9,6 +9,7 @@
 
 const { findPoint } = require('../snapshot/snapshot');
 const { Columns, defineColumns } = require('../core/columns');
+const { waitBeyondLoop } = require('../core/pool-held');
 
 // The pool's figures of an interval (summarizePool()). The window holds one per interval (600 at
 // a 100 ms interval, for 60 s): its numbers are in cells of the window's columns
@@ -19,12 +20,14 @@ const { Columns, defineColumns } = require('../core/columns');
 // text reads once it fired); the signals and found/ code read the cells (poolWait(), probeWait(),
 // busyNow()).
 //
-// Cells from `at`: the work probe's wait, the dns probe's, whether each was stuck (0 or 1), then
+// Cells from `at`: the work probe's wait, the dns probe's, whether each was stuck (0 or 1), the
+// work probe's wait while the loop was idle (HELD: null where the sampler does not give it), then
 // the busy threads' BUSY_FIGURES.
 const WORK = 0;
 const DNS = 1;
 const STUCK = 2;
-const BUSY_AT = 4;
+const HELD = 4;
+const BUSY_AT = 5;
 // A busy-thread reading where the threads could be read (pool-threads.js), after `available`,
 // in the reading's order: kept in cells when it has exactly these fields.
 const BUSY_FIGURES = ['threads', 'computing', 'runnable', 'schedulings', 'meanWaitSeconds'];
@@ -156,11 +159,13 @@ function summarizePool(sample, previous, seconds, into = null, cells = undefined
   const probe = (queue, out, i) => {
     const fromDetails = details.probes && details.probes[queue];
     if (fromDetails) {
+      if (i === WORK) out.cells.set(out.at + HELD, typeof fromDetails.heldSeconds === 'number' ? fromDetails.heldSeconds : null);
       const waits = [fromDetails.maxWaitSeconds, fromDetails.inFlightSeconds].filter((w) => typeof w === 'number' && w > 0);
       return probeFigures(out, i, waits.length ? Math.max(...waits) : (fromDetails.maxWaitSeconds === 0 ? 0 : null), fromDetails.inFlightSeconds > 0);
     }
     // Without details: the mean of the probes completed in the interval, or, for a probe still in
     // flight at sampling time, at least the interval (it was launched right after the last sample).
+    if (i === WORK) out.cells.set(out.at + HELD, null);
     const attrs = { 'nodejs.uv.threadpool.queue': queue };
     const now = findPoint(sample.points, 'nodejs.uv.threadpool.queue_wait', attrs);
     if (!now) return probeFigures(out, i, null, false);
@@ -291,19 +296,21 @@ function probeFigures(pool, i, wait, stuck) {
 
 /**
  * How long a job waited for any free thread in this interval, beyond what the event loop's own
- * delay explains (a blocked loop runs every callback late), or null without a reading.
+ * delay explains (a blocked loop runs every callback late: lib/core/pool-held.js, the test the
+ * sampler arms its tracer on), or null without a reading.
  * @param {{ pool: ReturnType<typeof summarizePool>, delayMax?: number, seconds: number }} s
  */
 function poolWait(s) {
   const pool = s.pool;
   if (!pool) return null;
-  const wait = probeWait(pool, 'work');
-  if (wait === null) return null;
-  const loop = s.delayMax || 0;
-  // A probe still in flight while the loop was blocked for most of the interval says nothing.
-  const stuck = pool.cells.get(pool.at + STUCK + WORK) === 1;
-  if (stuck && loop >= s.seconds / 2) return 0;
-  return Math.max(0, wait - loop);
+  const held = pool.cells.get(pool.at + HELD);
+  return waitBeyondLoop({
+    wait: probeWait(pool, 'work'),
+    idle: typeof held === 'number' ? held : null,
+    stuck: pool.cells.get(pool.at + STUCK + WORK) === 1,
+    loopDelay: s.delayMax || 0,
+    seconds: s.seconds,
+  });
 }
 
 /**

@@ -8,6 +8,7 @@
 // rather than testing the figures again with numbers of its own.
 //
 //   poolHeld           no thread was free: the work probe waited poolWaitS beyond the loop's delay
+//                      (lib/core/pool-held.js: the threadpool sampler arms its tracer on the same test)
 //   loopBlocked        seconds the loop was blocked in the interval, beyond the main thread's wait
 //                      for a CPU; 0 below eventLoopBlockedS (max) and eventLoopP99S (p99)
 //   loopWasBlocked     loopBlocked > 0 (a bit: reading the seconds from the window's columns
@@ -22,6 +23,7 @@
 //                      callback waits for the loop at most (dns-no-cache's cost model takes it out)
 
 const { POOL_THREADS_STARVED, poolThreadsStarved, poolCpuWaitShare } = require('../core/cpu-wait');
+const { POOL_HELD, poolHeld } = require('../core/pool-held');
 const { poolWait, busyNow } = require('./pool');
 
 /**
@@ -29,7 +31,7 @@ const { poolWait, busyNow } = require('./pool');
  * about it (signalLimits()), and overridable by name in the engine's limits.
  */
 const SIGNAL_LIMITS = Object.freeze({
-  poolWaitS: 0.05, // the work probe waited this long for any thread: the pool is held
+  ...POOL_HELD, // poolWaitS: the work probe waited this long for any thread beyond the loop's delay: the pool is held
   dnsWaitS: 0.02, // the dns probe waited this long for a DNS slot: lookups are queueing
   eventLoopBlockedS: 0.1, // one delay this long
   eventLoopP99S: 0.05, // or an interval p99 this long (both beyond the time the main thread waited for a CPU)
@@ -54,7 +56,7 @@ function signalLimits(...names) {
 }
 
 // A summary's boolean signals, one bit each in its `signals` field.
-const POOL_HELD = 1;
+const POOL_HELD_BIT = 1;
 const POOL_THREADS_STARVED_BIT = 2;
 const CPU_STARVED_POOL = 4;
 const CPU_STARVED_LOOP = 8;
@@ -71,14 +73,13 @@ const DNS_QUEUED = 64;
 function deriveSignals(s, lim) {
   let bits = 0;
   if (s.pool) {
-    const w = poolWait(s);
-    if (w !== null && w >= lim.poolWaitS) bits |= POOL_HELD;
+    if (poolHeld(poolWait(s), lim)) bits |= POOL_HELD_BIT;
     if (poolThreadsStarved(busyNow(s.pool), lim)) bits |= POOL_THREADS_STARVED_BIT;
   }
   const starved = cpuStarved(s, lim, (bits & POOL_THREADS_STARVED_BIT) !== 0);
   if (starved === 1 || starved === 3) bits |= CPU_STARVED_POOL;
   if (starved >= 2) bits |= CPU_STARVED_LOOP;
-  if (dnsQueued(s, lim, (bits & POOL_HELD) !== 0)) bits |= DNS_QUEUED;
+  if (dnsQueued(s, lim, (bits & POOL_HELD_BIT) !== 0)) bits |= DNS_QUEUED;
   const blocked = blockedInInterval(s, lim);
   if (blocked > 0) bits |= LOOP_BLOCKED;
   if ((s.delayMax || 0) >= lim.eventLoopBlockedS || (s.delayP99 || 0) >= lim.eventLoopP99S) bits |= LOOP_LATE;
@@ -97,7 +98,7 @@ function defineSignals(proto) {
     },
     enumerable: true,
   });
-  bit('poolHeld', POOL_HELD);
+  bit('poolHeld', POOL_HELD_BIT);
   bit('poolThreadsStarved', POOL_THREADS_STARVED_BIT);
   bit('cpuStarvedPool', CPU_STARVED_POOL);
   bit('cpuStarvedLoop', CPU_STARVED_LOOP);

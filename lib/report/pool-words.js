@@ -61,7 +61,8 @@ function otherPoolWork(tp, signals, names) {
   for (const j of (tp.tracer && tp.tracer.jobs) || []) {
     if (j.kind === 'dns' || !(j.pending > 0 || j.completed > 0)) continue;
     const type = names[String(j.type).toUpperCase()] || String(j.type);
-    const what = type.startsWith(j.kind) ? type : `${j.kind} (${type})`;
+    // Addon work whose resource name said nothing is named by the package that submitted it.
+    const what = j.package ? `${j.package} (addon work)` : type.startsWith(j.kind) ? type : `${j.kind} (${type})`;
     if (!named.includes(what)) named.push(what);
   }
   return `, or waiting for a pool thread held by other work (${named.length ? `${named.slice(0, 3).join(', ')}: ` : ''}${evidence.join('; ')})`;

@@ -8,10 +8,9 @@
 // ground truth is in_flight 0..4 and queued_ahead 0, 0, 0, 1, 2.
 
 const assert = require('node:assert/strict');
-const http = require('node:http');
 const path = require('node:path');
-const { decode } = require('@msgpack/msgpack');
 const { REGISTER, FIXTURES, runNode, lastJson } = require('../helpers/child');
+const { withDdAgent } = require('../helpers/dd-agent');
 const { ddTraceInit: DD_INIT, ddTraceMajor } = require('../../support/peers');
 
 const SETUP = path.join(FIXTURES, 'traced-setup.js');
@@ -99,32 +98,6 @@ describe('agent/spans: uvscope\'s context on the app\'s dns.lookup spans with UV
 
 /** The dns.lookup spans dd-trace sent to a stand-in for its agent on 127.0.0.1. */
 async function ddLookupSpans(preloads, env) {
-  const spans = [];
-  const server = http.createServer((req, res) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      if (/^\/v0\.[45]\/traces/.test(req.url)) for (const trace of decode(Buffer.concat(chunks))) spans.push(...trace);
-      res.writeHead(200, { 'Content-Type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  try {
-    await run(preloads, {
-      DD_TRACE_AGENT_URL: `http://127.0.0.1:${server.address().port}`,
-      DD_TRACE_FLUSH_INTERVAL: '100',
-      DD_TRACE_STARTUP_LOGS: 'false',
-      DD_INSTRUMENTATION_TELEMETRY_ENABLED: 'false',
-      DD_REMOTE_CONFIGURATION_ENABLED: 'false',
-      DD_PROFILING_ENABLED: 'false',
-      DD_RUNTIME_METRICS_ENABLED: 'false',
-      HOLD_MS: '300',
-      ...env,
-    });
-    await new Promise((resolve) => setTimeout(resolve, 300)); // its last payload, sent on exit
-    return spans.filter((s) => s.name === 'dns.lookup');
-  } finally {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
+  const spans = await withDdAgent((ddEnv) => run(preloads, { ...ddEnv, HOLD_MS: '300', ...env }));
+  return spans.filter((s) => s.name === 'dns.lookup');
 }

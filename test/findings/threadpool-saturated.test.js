@@ -145,6 +145,52 @@ describe('threadpool findings: who holds the pool (lib/findings/rules/threadpool
     }
   });
 
+  describe('the tracer (auto) arms on the pool findings\' premise, beyond the loop\'s own delay (issue 32)', function () {
+    // The issue's Node 20 case: 8 clients each waiting on a pbkdf2 whose probes wait under 250 ms
+    // (50,000 rounds: ~33 ms of CPU here, ~60-130 ms on a thread of a 2-core machine), lookups
+    // of localhost now and then. Before, the tracer armed only past 250 ms: never on Node 20, where
+    // busy pool threads cannot be read, and the finding named 'work Node does not list'.
+    let run;
+    before(async () => {
+      run = await scenario('pbkdf2', { FIXTURE_ITERATIONS: '50000', FIXTURE_LOOKUP_EVERY_MS: '500' });
+    });
+
+    it('arms, and a pool finding names pbkdf2, its call site and route', () => {
+      const t = run.snapshot.details.threadpool.tracer;
+      assert.equal(t.mode, 'auto');
+      assert.ok(t.armings >= 1, JSON.stringify({ ...t, jobs: undefined }));
+      const f = run.byId['threadpool-saturated'] || run.byId['cpu-starved'];
+      assert.ok(f, `findings: ${Object.keys(run.byId)}`);
+      const text = [f.summary, ...f.advice].join('\n');
+      assert.match(text, /pbkdf2/, text);
+      assert.match(text, new RegExp(`test/fixtures/threadpool-app\\.js:${PBKDF2_LINE}\\b`), text);
+      assert.match(text, /POST \/login/, text);
+      if (run.byId['threadpool-saturated']) assert.equal(run.byId['threadpool-saturated'].evidence.holder.name, 'pbkdf2');
+    });
+
+    it('the lookup split says the lookups waited for a pool thread held by pbkdf2', () => {
+      const text = formatReport(run.mid);
+      assert.match(text, /localhost: .*, or waiting for a pool thread held by other work \(crypto \(pbkdf2\)/, text);
+    });
+  });
+
+  it('a twin that must not arm it: the loop blocked 100-300 ms at a time by a synchronous parse, the pool idle', async () => {
+    const { byId, truth, snapshot } = await scenario('csv');
+    // Ground truth: the app's handler blocked the loop for 100, 200 and 300 ms in turn.
+    assert.ok(truth.blocksMs.length >= 6, JSON.stringify(truth.blocksMs));
+    assert.ok(byId['eventloop-blocked'], `findings: ${Object.keys(byId)}`);
+    // The probes' answers waited for the loop: many a wait past the premise's 50 ms...
+    const work = snapshot.points.find((p) => p.name === 'nodejs.uv.threadpool.queue_wait' && p.attributes['nodejs.uv.threadpool.queue'] === 'work');
+    const { bounds, counts } = work.histogram;
+    const over = counts.reduce((n, c, i) => n + (i > 0 && bounds[i - 1] >= 0.05 ? c : 0), 0);
+    assert.ok(over >= 1, `probe waits past 50 ms: ${JSON.stringify(work.histogram)}`);
+    // ...and none of it was the pool's: the tracer never armed, no pool finding.
+    const t = snapshot.details.threadpool.tracer;
+    assert.equal(t.armings, 0, JSON.stringify({ ...t, jobs: undefined }));
+    assert.equal(t.armedSeconds, 0);
+    assert.ok(!byId['threadpool-saturated'], byId['threadpool-saturated'] && byId['threadpool-saturated'].summary);
+  });
+
   describe('healthy twins: neither threadpool finding', function () {
     for (const [name, what] of [
       ['cpu', 'a busy but healthy CPU-bound server (2 ms handlers, the loop busy all the time)'],

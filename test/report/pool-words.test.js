@@ -74,6 +74,23 @@ describe('report/pool-words: how a lookup\'s time on its thread is worded, from 
     assert.equal(poolThreadWords(null), null, 'a snapshot without signals');
   });
 
+  it('the wait that counts is the one beyond the loop: a probe\'s wait while the loop was idle (heldSeconds) holds, a blocked loop\'s does not (lib/core/pool-held.js)', () => {
+    // 120 ms waited, all of it with the loop idle, though the loop was once 150 ms late: held.
+    const idle = pool({ probes: { work: { maxWaitSeconds: 0.12, inFlightSeconds: 0, heldSeconds: 0.12 } } });
+    assert.equal(signalsOf(idle, 0.15).poolHeld, true);
+    assert.equal(words(idle, 0.15), ', or waiting for a pool thread held by other work (a job waited up to 120 ms for a thread)');
+    // 300 ms waited, the loop never idle (a 300 ms block): not held.
+    const blocked = pool({ probes: { work: { maxWaitSeconds: 0.3, inFlightSeconds: 0, heldSeconds: 0 } } });
+    assert.equal(signalsOf(blocked, 0.3).poolHeld, false);
+    assert.equal(words(blocked, 0.3), '');
+  });
+
+  it('addon work the tracer named by its package (its resource name said nothing) is worded by the package', () => {
+    const jobs = [{ kind: 'other', type: 'sharp (generic)', package: 'sharp', pending: 8, completed: 3 }];
+    assert.equal(words(pool({ probes: waited(0.1), tracer: { mode: 'auto', armed: true, jobs } })),
+      ', or waiting for a pool thread held by other work (sharp (addon work): a job waited up to 100 ms for a thread)');
+  });
+
   it('the page\'s source is the same functions with the same names', () => {
     const page = new Function(`return ${pageSource()}`)();
     const tp = pool({ probes: waited(0.1), tracer: { mode: 'on', armed: true, jobs: [{ kind: 'crypto', type: 'PBKDF2REQUEST', pending: 4, completed: 0 }] } });

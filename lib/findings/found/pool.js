@@ -26,7 +26,7 @@ function tracedJobs(window) {
     armedIntervals++;
     for (const j of t.jobs) {
       const key = `${j.kind}\u0000${j.type}`;
-      const acc = byKey.get(key) || { kind: j.kind, type: j.type, seconds: 0, completed: 0, peakPending: 0, maxSeconds: 0, callers: new Map(), routes: new Map() };
+      const acc = byKey.get(key) || { kind: j.kind, type: j.type, package: j.package || null, seconds: 0, completed: 0, peakPending: 0, maxSeconds: 0, callers: new Map(), routes: new Map() };
       acc.seconds += j.seconds || 0;
       acc.completed += j.completed || 0;
       acc.peakPending = Math.max(acc.peakPending, j.pending || 0);
@@ -63,6 +63,33 @@ function tracedJobs(window) {
     .sort((a, b) => b.seconds - a.seconds || b.peakPending - a.peakPending);
   const holder = candidates[0] ? { ...candidates[0], share: total > 0 ? candidates[0].seconds / total : 0 } : null;
   return { holder, byKind, tracer };
+}
+
+/**
+ * A traced job type's name for a person: the package and "addon work" for an addon's work whose
+ * resource name said nothing (the tracer named it by the package that submitted it), else the API
+ * a developer calls (typeName).
+ * @param {{ type: string, package?: string|null }} job
+ * @returns {string}
+ */
+function jobName(job) {
+  return job.package ? `${job.package} (addon work)` : typeName(job.type);
+}
+
+// Below this share of the threads a holder held on a CPU or waiting for one, its jobs mostly wait
+// on something else (an addon's own threads, a lock, I/O): held, not computing.
+const COMPUTING_SHARE = 0.5;
+
+/**
+ * Whether the threads a holder held were computing: 'computing', 'waiting' (held but mostly off
+ * a CPU) or 'unknown' (busy threads not read: Node 20, not Linux).
+ * @param {ReturnType<typeof busyThreads>} busy the held intervals' busy threads
+ * @param {number} held threads the holder held (its peak in flight, at most the pool's size)
+ * @returns {'computing'|'waiting'|'unknown'}
+ */
+function threadsUse(busy, held) {
+  if (!busy || !busy.available || !(held > 0)) return 'unknown';
+  return busy.computing + (busy.runnable || 0) < COMPUTING_SHARE * held ? 'waiting' : 'computing';
 }
 
 /**
@@ -103,4 +130,4 @@ function lookupTimes(window) {
   return { count, seconds, maxSeconds: max };
 }
 
-module.exports = { typeName, tracedJobs, busyThreads, lookupTimes };
+module.exports = { typeName, jobName, threadsUse, tracedJobs, busyThreads, lookupTimes };

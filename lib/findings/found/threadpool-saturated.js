@@ -8,7 +8,7 @@
 const { windowSeconds } = require('../window');
 const { poolWait, probeWait } = require('../pool');
 const { availableCores } = require('../cpu');
-const { typeName, tracedJobs, busyThreads, lookupTimes } = require('./pool');
+const { typeName, jobName, threadsUse, tracedJobs, busyThreads, lookupTimes } = require('./pool');
 const { ms, pct, round } = require('../../core/format');
 
 // What lowers each kind's cost on the pool, for the advice.
@@ -64,7 +64,7 @@ function whoHolds({ hot, size, slots, peakFs, busy, jobs }) {
   // Threads on a CPU or ready for one most of the time are not waiting on a disk or a socket.
   const computing = busy && busy.available && busy.computing + (busy.runnable || 0) >= 0.75 * size;
   const traced = jobs.holder;
-  if (traced) return { traced, computing, kind: traced.kind, what: `${traced.kind} (${typeName(traced.type)})` };
+  if (traced) return { traced, computing, kind: traced.kind, what: traced.package ? jobName(traced) : `${traced.kind} (${typeName(traced.type)})` };
   if (fsFills && !computing) return { traced, computing, kind: 'fs', what: `fs work (up to ${peakFs} fs requests pending)` };
   if (knownCannotFill || computing) return { traced, computing, kind: 'unlisted', what: 'work Node does not list (async crypto such as pbkdf2 or scrypt, zlib, or a native addon\'s uv_queue_work)' };
   return { traced, computing, kind: 'undetermined', what: `work other than DNS: the ${peakFs} fs requests pending, if they are slow, or work Node does not list (async crypto, zlib, addons)` };
@@ -96,7 +96,8 @@ function evidenceOf(f, { traced, kind }, fsJobs) {
       ? {
         kind: traced.kind,
         type: traced.type,
-        name: typeName(traced.type),
+        name: jobName(traced),
+        package: traced.package,
         share: round(traced.share, 3),
         peakPending: traced.peakPending,
         completed: traced.completed,
@@ -122,16 +123,31 @@ function inFlight(peak, size) {
   return '';
 }
 
-function adviceOf({ size, cores, window, peakFs }, { traced: holder, kind }) {
+function adviceOf({ size, cores, window, peakFs, busy }, { traced: holder, kind }) {
   const out = [];
+  // Whether the holder's threads computed: crypto and zlib always do; an addon's may wait on
+  // threads of its own (sharp's on libvips's), which only busy threads tell (Node 22+).
+  const use = holder ? threadsUse(busy, Math.min(holder.peakPending, size)) : 'unknown';
+  const mayWait = holder && holder.kind === 'other' && use === 'unknown';
   if (holder && holder.kind !== 'fs') {
-    const name = typeName(holder.type);
+    const name = jobName(holder);
     const mean = holder.completed > 0 ? holder.seconds / holder.completed : null;
     const perSecond = holder.completed / windowSeconds(window, (s) => s.pool.tracer && s.pool.tracer.armed);
     const where = holder.callers[0] ? ` (called from ${holder.callers[0].caller}${holder.routes[0] ? ` for ${holder.routes[0].method} ${holder.routes[0].route}` : ''})` : '';
-    out.push(`Move ${name}${where} off the threadpool: run it in worker_threads (a pool of workers sized to the ${cores} CPUs the process may use, e.g. with piscina, calling the synchronous variant there), so lookups and fs calls keep their threads. Each ${name} took ${mean !== null ? ms(mean) : 'an unknown time'} from submission to callback (waiting included)${perSecond > 0 ? `, ${round(perSecond)} a second` : ''}.`);
-    const cost = COST_ADVICE[name];
-    if (cost) out.push(`Or lower ${name}'s cost: ${cost}. Halving it halves the CPU time each job holds a thread.`);
+    const took = (each) => `${each} took ${mean !== null ? ms(mean) : 'an unknown time'} from submission to callback (waiting included)${perSecond > 0 ? `, ${round(perSecond)} a second` : ''}.`;
+    const who = holder.package || name;
+    const from = holder.callers[0] ? ` (from ${holder.callers[0].caller}${holder.routes[0] ? ` for ${holder.routes[0].method} ${holder.routes[0].route}` : ''}; a queue such as p-limit in front of it)` : ' (a queue such as p-limit in front of it)';
+    const notCpu = `worker_threads would not help. Give the pool more threads to wait with (${largerPool(holder.peakPending, size)}), make fewer concurrent calls into ${who}${from}, or lower ${who}'s own concurrency setting (sharp: sharp.concurrency(n))`;
+    if (use === 'waiting') {
+      out.push(`${name} holds the pool's threads without computing: ${round(busy.computing + (busy.runnable || 0), 2)} of the ${Math.min(holder.peakPending, size)} threads it held were on a CPU or waiting for one, so its jobs wait on something else (the addon's own threads, a lock, I/O) and ${notCpu}. ${took(`Each ${who} job`)}`);
+    } else if (mayWait) {
+      out.push(`Whether ${who}'s jobs compute or wait on the pool's threads cannot be told here (${busy && !busy.available && busy.reason ? busy.reason : 'busy pool threads not read'}). If they compute, move them off the threadpool to worker_threads sized to the ${cores} CPUs the process may use. If they wait (an addon that hands its work to threads of its own, as sharp does to libvips's), ${notCpu}. ${took(`Each ${who} job`)}`);
+    } else {
+      const subject = holder.package ? `${holder.package}'s work` : name;
+      out.push(`Move ${subject}${where} off the threadpool: run it in worker_threads (a pool of workers sized to the ${cores} CPUs the process may use, e.g. with piscina, calling the synchronous variant there), so lookups and fs calls keep their threads. ${took(holder.package ? `Each ${who} job` : `Each ${name}`)}`);
+      const cost = COST_ADVICE[name];
+      if (cost) out.push(`Or lower ${name}'s cost: ${cost}. Halving it halves the CPU time each job holds a thread.`);
+    }
   } else if (kind === 'fs') {
     out.push(`Limit how many fs calls run at once (a queue such as p-limit in front of them, or streams instead of many concurrent readFile calls): up to ${peakFs} fs requests were pending for ${size} threads, and every lookup and crypto or zlib call waits behind them. Check the disk or network file system's latency.`);
   } else {
@@ -144,13 +160,21 @@ function adviceOf({ size, cores, window, peakFs }, { traced: holder, kind }) {
   // starve, and would not be in flight at once with threads free.
   const holderPeak = holder ? holder.peakPending : kind === 'fs' ? peakFs : 0;
   if (holderPeak >= size) {
-    const name = holder ? typeName(holder.type) : 'fs';
-    const suggested = Math.min(1024, holderPeak + size);
-    out.push(`A larger pool only helps the work waiting behind it: UV_THREADPOOL_SIZE=${suggested} would give each of the ${holderPeak} ${name} jobs in flight at the peak a thread and leave today's ${size} to lookups and fs calls. ${holder && holder.kind !== 'fs' ? `CPU-bound jobs on more threads than the ${cores} CPUs the process may use only share the CPU, so each ${name} takes longer.` : 'It does not make the fs calls themselves faster.'}`);
+    const name = holder ? jobName(holder) : 'fs';
+    let cpu = 'It does not make the fs calls themselves faster.';
+    if (use === 'waiting') cpu = `${holder.package || name}'s jobs barely use a CPU, so their threads cost the app little CPU.`;
+    else if (mayWait) cpu = `If the jobs compute, more threads than the ${cores} CPUs the process may use only share the CPU.`;
+    else if (holder && holder.kind !== 'fs') cpu = `CPU-bound jobs on more threads than the ${cores} CPUs the process may use only share the CPU, so each ${holder.package ? `${holder.package} job` : name} takes longer.`;
+    out.push(`A larger pool only helps the work waiting behind it: UV_THREADPOOL_SIZE=${Math.min(1024, holderPeak + size)} would give each of the ${holderPeak} ${name} jobs in flight at the peak a thread and leave today's ${size} to lookups and fs calls. ${cpu}`);
   } else {
     out.push(`A larger pool (UV_THREADPOOL_SIZE above ${size}) lets lookups and fs calls find a thread while the unlisted work runs, if that work does not grow to fill it; CPU-bound work on more threads than the ${cores} CPUs the process may use only shares the CPU.`);
   }
   return out;
+}
+
+// The pool that gives a holder's peak its own threads and leaves today's pool to the rest.
+function largerPool(peak, size) {
+  return `UV_THREADPOOL_SIZE=${Math.min(1024, Math.max(peak, size) + size)}`;
 }
 
 // What the held pool cost in the window: the time the app's lookups spent in flight (waiting for

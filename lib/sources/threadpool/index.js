@@ -7,10 +7,12 @@
 
 const { setting } = require('../../core/setting');
 const { parseOneOf, parseInteger } = require('../../settings/parsers');
+const { POOL_HELD } = require('../../core/pool-held');
 
 const SETTINGS = Object.freeze([
-  setting('tracer.mode', 'UVSCOPE_TRACER', parseOneOf(['auto', 'on', 'off']), 'auto (armed for a window when the pool looks saturated), on or off', { default: 'auto', doc: 'the threadpool tracer (async_hooks)' }),
-  setting('tracer.thresholdMs', 'UVSCOPE_TRACER_THRESHOLD_MS', parseInteger(1, 600000), 'an integer number of milliseconds from 1 to 600000 (a probe wait that arms the tracer)', { default: 250 }),
+  setting('tracer.mode', 'UVSCOPE_TRACER', parseOneOf(['auto', 'on', 'off']), 'auto (armed for a window when the pool is held), on or off', { default: 'auto', doc: 'the threadpool tracer (async_hooks)' }),
+  // The default is the premise of the pool findings (the signal poolHeld: lib/core/pool-held.js).
+  setting('tracer.thresholdMs', 'UVSCOPE_TRACER_THRESHOLD_MS', parseInteger(1, 600000), 'an integer number of milliseconds from 1 to 600000 (a probe\'s wait for a thread, beyond the event loop\'s own delay, that arms the tracer)', { default: POOL_HELD.poolWaitS * 1000 }),
   setting('tracer.windowMs', 'UVSCOPE_TRACER_WINDOW_MS', parseInteger(100, 3600000), 'an integer number of milliseconds from 100 to 3600000 (how long auto mode stays armed)', { default: 10000 }),
   setting('tracer.cooldownMs', 'UVSCOPE_TRACER_COOLDOWN_MS', parseInteger(0, 86400000), 'an integer number of milliseconds from 0 to 86400000 (time disarmed before auto mode may arm again)', { default: 90000 }),
 ]);

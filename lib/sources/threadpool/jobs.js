@@ -6,7 +6,7 @@
 
 const { Histogram } = require('../../core/histogram');
 const { JOB_DURATION_BUCKETS } = require('./metrics');
-const { captureCaller } = require('../../core/callers');
+const { captureCaller, capturePackageCaller } = require('../../core/callers');
 const { published } = require('../../core/channels');
 const { POOL_PROVIDERS, NOT_POOL } = require('./providers');
 
@@ -28,6 +28,13 @@ const MAX_ROUTES_PER_TYPE = 20;
 // Jobs followed at once (an addon resource that never calls back stays until disarm).
 const MAX_TRACKED = 100000;
 const OTHER = '_other';
+// Addon resource names that say nothing of the addon: node-addon-api's AsyncWorker default
+// (sharp, and most addons built on it, keep it) and an empty one. Such work is named by the
+// package that submitted it (its first frame under node_modules): `sharp (generic)`.
+const SAYS_NOTHING = new Set(['', 'generic']);
+// Stack captures per interval for such work (each job's package is read from its stack); past
+// them a job goes with the last package seen for its name.
+const PACKAGE_CAPTURES_PER_INTERVAL = 200;
 
 /**
  * The kind of threadpool work of an async_hooks provider type.
@@ -51,6 +58,9 @@ class JobBook {
   #otherTypes = 0;
   #dropped = 0;
   #callerBudget = CALLER_SAMPLES_PER_INTERVAL;
+  #packageBudget = PACKAGE_CAPTURES_PER_INTERVAL;
+  /** @type {Map<string, { pkg: string|null, caller: string }>} */
+  #lastPackage = new Map(); // an addon's resource name that says nothing -> the last package seen submitting it
   /** @type {{ update(inFlight: boolean): void }|null} */
   #callbacks = null; // lean mode's CallbackSwitch (lib/sources/threadpool/modes.js)
   #hrtime;
@@ -101,8 +111,17 @@ class JobBook {
       this.#dropped++;
       return undefined;
     }
-    const s = this.#seriesFor(type, kind);
-    const job = { start: this.#hrtime(), series: s, caller: this.#sampleCaller(s), route: this.#routes.current(), counted: false };
+    let s;
+    let caller;
+    if (kind === 'other' && SAYS_NOTHING.has(type.trim().toLowerCase())) {
+      const by = this.#packageOf(type);
+      s = this.#seriesFor(by.pkg === null ? type : `${by.pkg} (${type.trim() || 'unnamed'})`, kind, by.pkg);
+      caller = by.caller;
+    } else {
+      s = this.#seriesFor(type, kind);
+      caller = this.#sampleCaller(s);
+    }
+    const job = { start: this.#hrtime(), series: s, caller, route: this.#routes.current(), counted: false };
     this.#jobs.set(asyncId, job);
     if (this.#callbacks !== null) this.#changed();
     return job;
@@ -199,7 +218,7 @@ class JobBook {
       if (s.histogram.count > 0) histograms.push({ kind: s.kind, type: s.type, histogram: s.histogram.snapshot() });
       if (s.pending === 0 && s.completed === 0 && s.callers.size === 0) continue;
       list.push({
-        kind: s.kind, type: s.type, pending: s.pending, completed: s.completed, seconds: s.seconds, maxSeconds: s.maxSeconds,
+        kind: s.kind, type: s.type, package: s.pkg, pending: s.pending, completed: s.completed, seconds: s.seconds, maxSeconds: s.maxSeconds,
         callers: [...s.callers].map(([caller, c]) => ({ caller, count: c.count })).sort((a, b) => b.count - a.count),
         routes: [...s.routes.values()].map((r) => ({ ...r })).sort((a, b) => b.count - a.count),
       });
@@ -211,6 +230,7 @@ class JobBook {
       s.seen = false;
     }
     this.#callerBudget = CALLER_SAMPLES_PER_INTERVAL;
+    this.#packageBudget = PACKAGE_CAPTURES_PER_INTERVAL;
     return { jobs: list.sort((a, b) => b.seconds - a.seconds || b.pending - a.pending), histograms };
   }
 
@@ -226,14 +246,26 @@ class JobBook {
     this.#callbacks.update(this.#jobs.size > 0 || this.#zlibInFlight.size > 0);
   }
 
-  #seriesFor(type, kind) {
+  // The package that submitted work whose name says nothing, and the app's call into it: from the
+  // job's stack while the interval's budget lasts, else the last one seen for that name.
+  #packageOf(type) {
+    let by = this.#lastPackage.get(type);
+    if (this.#packageBudget > 0 || by === undefined) {
+      this.#packageBudget--;
+      by = capturePackageCaller();
+      this.#lastPackage.set(type, by);
+    }
+    return by;
+  }
+
+  #seriesFor(type, kind, pkg = null) {
     if (kind === 'other' && type.length > MAX_OTHER_TYPE_LENGTH) type = type.slice(0, MAX_OTHER_TYPE_LENGTH);
     let s = this.#series.get(type);
     if (!s) {
       if (kind === 'other' && type !== OTHER && this.#otherTypes >= MAX_OTHER_TYPES) return this.#seriesFor(OTHER, 'other');
       if (kind === 'other') this.#otherTypes++;
       s = {
-        kind, type, pending: 0, completed: 0, seconds: 0, maxSeconds: 0,
+        kind, type, pkg, pending: 0, completed: 0, seconds: 0, maxSeconds: 0,
         histogram: new Histogram(JOB_DURATION_BUCKETS), callers: new Map(), routes: new Map(), seen: false,
       };
       this.#series.set(type, s);

@@ -22,10 +22,10 @@ const METRICS = Object.freeze([
   metricDef('nodejs.uv.threadpool.queued', 'gauge', '{request}', ['nodejs.uv.threadpool.kind'],
     'Estimated threadpool work waiting for a thread: pending beyond what the pool (and its DNS slots) can run at once.'),
   metricDef('nodejs.uv.threadpool.queue_wait', 'histogram', 's', ['nodejs.uv.threadpool.queue'],
-    'Time a probe job waited for the threadpool, measured by one cheap job at a time per queue (dns: a getnameinfo of 127.0.0.1, which takes a DNS slot as a getaddrinfo does; work: an fs.access of /, on the general queue as async crypto and zlib jobs), launched after a sample when the pool has work (jobs Node lists pending, busy pool threads, or the last probe waited 5 ms+); where busy threads cannot be read (Node 20) the work probe runs after every sample. An idle pool is not probed.',
+    'Time a probe job waited for the threadpool, measured by one cheap job at a time per queue (dns: a getnameinfo of 127.0.0.1, which takes a DNS slot as a getaddrinfo does; work: an fs.access of /, on the general queue as async crypto and zlib jobs), launched after a sample when the pool has work (jobs Node lists pending, busy pool threads, or the last probe waited 5 ms+); where busy threads cannot be read (Node 20) the work probe runs after every sample. An idle pool is not probed. The wait includes the event loop\'s delay in running the probe\'s callback; the part of it the loop spent idle (the pool\'s, details.threadpool.probes.*.heldSeconds) arms the tracer.',
     QUEUE_WAIT_BUCKETS, { onePerSample: true }),
   metricDef('nodejs.uv.threadpool.job.duration', 'histogram', 's', ['nodejs.uv.threadpool.kind', 'nodejs.uv.threadpool.job.type'],
-    'Threadpool jobs seen by the tracer while armed, from submission to callback (queue wait plus run), by kind and provider type (PBKDF2REQUEST, ZLIB, FSREQCALLBACK, an addon\'s own name...).',
+    'Threadpool jobs seen by the tracer while armed, from submission to callback (queue wait plus run), by kind and provider type (PBKDF2REQUEST, ZLIB, FSREQCALLBACK, an addon\'s own name...; an addon\'s name that says nothing, node-addon-api\'s `generic`, with the package that submitted the work: `sharp (generic)`).',
     JOB_DURATION_BUCKETS, {
       perEvent: { channel: 'threadpoolJobEnd', value: 'seconds', attributes: { 'nodejs.uv.threadpool.kind': 'kind', 'nodejs.uv.threadpool.job.type': 'type' } },
     }),

@@ -6,10 +6,12 @@ const { Histogram } = require('../../core/histogram');
 const { QUEUE_WAIT_BUCKETS } = require('./metrics');
 const { reportError } = require('../../core/errors');
 const { poolThreadsStarved } = require('../../core/cpu-wait');
+const { waitBeyondLoop } = require('../../core/pool-held');
 const { NO_ATTRIBUTES, attributesOf } = require('../metric-def');
 const { createTracer } = require('./tracer');
 const { createPoolThreads } = require('./pool-threads');
 const { ownRequestStarted, ownRequestEnded } = require('../resources');
+const perfHooks = require('perf_hooks');
 
 // What Node shows of threadpool work through process.getActiveResourcesInfo(). Async crypto
 // (pbkdf2, scrypt, randomFill, keygen...), zlib and user addons' uv_queue_work are not listed
@@ -80,7 +82,7 @@ function createThreadpoolSampler(options = {}) {
       }
       const pending = pendingJobs(tick.resources, tracer.pendingByKind());
       const out = poolPoints(size, dnsSlots, pending);
-      const { probeFigures, waitSeconds } = probePoints(probes, out);
+      const { probeFigures, waitSeconds, heldSeconds } = probePoints(probes, out);
       const busy = busyPoints(poolThreads, out);
       const seen = tracer.collect();
       for (const h of seen.histograms) {
@@ -91,12 +93,14 @@ function createThreadpoolSampler(options = {}) {
         size, dnsSlots, pending, probes: probeFigures, busy,
         tracer: { ...seen.state, thresholdSeconds: tracer.thresholdSeconds, jobs: seen.jobs },
       };
-      // Arming takes effect from the next interval: this one's figures stay what was seen.
-      // Full: every thread busy, on a CPU or waiting for one; or pool threads starved of a CPU
-      // (the test the findings' signal and cpu-starved use, lib/core/cpu-wait.js: cpu-starved
-      // names the jobs the tracer sees).
+      // Arming takes effect from the next interval: this one's figures stay what was seen. Armed
+      // on the premise of the pool findings: a probe waited for a thread beyond the loop's own
+      // delay (lib/core/pool-held.js, the signal poolHeld's test: a blocked loop with the pool
+      // idle makes every probe late, and arms nothing), or every thread busy, on a CPU or waiting
+      // for one, or pool threads starved of a CPU (lib/core/cpu-wait.js: cpu-starved names the
+      // jobs the tracer sees).
       const poolFull = busy.available && (busy.computing + (busy.runnable || 0) >= size - 0.25 || poolThreadsStarved(busy));
-      tracer.consider({ waitSeconds, poolFull });
+      tracer.consider({ waitSeconds: heldSeconds, poolFull });
       // Launched once the whole sample is done: an exporter that loads its library at the first
       // sample (the standalone OTLP SDK: 100s of ms on a busy machine) must not be taken for a
       // wait of the pool.
@@ -183,30 +187,43 @@ function randomFillJob() {
 }
 
 /**
- * A probe: one job at a time, its submit-to-callback time recorded in a histogram.
+ * A probe: one job at a time, its submit-to-callback time recorded in a histogram, and the part
+ * of it the loop spent idle (heldSeconds): an idle loop wakes for a finished job, so while it was
+ * idle the job was still waiting for a thread (or running); a blocked loop delays the callback
+ * of a job that found a thread at once, and adds nothing to it (lib/core/pool-held.js).
  * @param {string} component
  * @param {(done: (err?: Error|null) => void) => void} run
+ * @param {() => number} [loopIdleMs] the loop's idle time so far, in ms (performance.nodeTiming.idleTime)
  */
-function createProbe(component, run) {
+function createProbe(component, run, loopIdleMs = nodeIdleMs) {
   const histogram = new Histogram(QUEUE_WAIT_BUCKETS);
   let inFlight = false;
   let start = 0n;
+  let idleAtStart = 0;
   let maxWait = 0;
+  let maxHeld = 0;
   return {
     histogram,
     get inFlight() {
       return inFlight;
     },
-    /** Longest completed wait since the last call, and how long the probe in flight has waited. */
+    /**
+     * Longest completed wait since the last call, how long the probe in flight has waited, and the
+     * longest of either the loop spent idle.
+     */
     takeInterval() {
-      const figures = { maxWaitSeconds: maxWait, inFlightSeconds: inFlight ? Number(process.hrtime.bigint() - start) / 1e9 : 0 };
+      const inFlightSeconds = inFlight ? Number(process.hrtime.bigint() - start) / 1e9 : 0;
+      const heldNow = inFlight ? waitBeyondLoop({ wait: inFlightSeconds, idle: idleSince(loopIdleMs, idleAtStart) }) || 0 : 0;
+      const figures = { maxWaitSeconds: maxWait, inFlightSeconds, heldSeconds: Math.max(maxHeld, heldNow) };
       maxWait = 0;
+      maxHeld = 0;
       return figures;
     },
     launch() {
       if (inFlight) return;
       inFlight = true;
       start = process.hrtime.bigint();
+      idleAtStart = loopIdleMs();
       try {
         run((err) => {
           inFlight = false;
@@ -215,6 +232,8 @@ function createProbe(component, run) {
             const seconds = Number(process.hrtime.bigint() - start) / 1e9;
             histogram.observe(seconds);
             if (seconds > maxWait) maxWait = seconds;
+            const held = waitBeyondLoop({ wait: seconds, idle: idleSince(loopIdleMs, idleAtStart) }) || 0;
+            if (held > maxHeld) maxHeld = held;
           }
         });
       } catch (err) {
@@ -223,6 +242,18 @@ function createProbe(component, run) {
       }
     },
   };
+}
+
+// The loop's idle time so far in ms (libuv's, from the loop's start; 0 before it, as in a
+// process that cannot tell, where a probe's wait then counts as the loop's).
+function nodeIdleMs() {
+  return perfHooks.performance.nodeTiming.idleTime;
+}
+
+// Seconds the loop was idle since `at` (ms of loopIdleMs()).
+function idleSince(loopIdleMs, at) {
+  const ms = loopIdleMs() - at;
+  return ms > 0 ? ms / 1000 : 0;
 }
 
 /**
@@ -266,10 +297,14 @@ function poolPoints(size, dnsSlots, pending) {
   return out;
 }
 
-/** Each probe's state and queue wait histogram pushed to out; the interval's figures and longest wait returned. */
+/**
+ * Each probe's state and queue wait histogram pushed to out; the interval's figures, longest wait
+ * and longest wait beyond the loop's delay returned.
+ */
 function probePoints(probes, out) {
   const probeFigures = {};
   let waitSeconds = 0;
+  let heldSeconds = 0;
   for (const queue in probes) {
     const probe = probes[queue];
     if (!probe) continue;
@@ -278,8 +313,9 @@ function probePoints(probes, out) {
     const figures = probe.takeInterval();
     probeFigures[queue] = figures;
     waitSeconds = Math.max(waitSeconds, figures.maxWaitSeconds, figures.inFlightSeconds);
+    heldSeconds = Math.max(heldSeconds, figures.heldSeconds);
   }
-  return { probeFigures, waitSeconds };
+  return { probeFigures, waitSeconds, heldSeconds };
 }
 
 /** Busy pool threads (lib/sources/threadpool/pool-threads.js) pushed to out where known; the reading returned. */
@@ -309,4 +345,4 @@ const KIND = attributesOf('nodejs.uv.threadpool.kind');
 const QUEUE = attributesOf('nodejs.uv.threadpool.queue');
 const STATE = attributesOf('nodejs.uv.threadpool.thread.state');
 
-module.exports = { createThreadpoolSampler, DNS_TYPES, FS_TYPES, _internal: { probesDue } };
+module.exports = { createThreadpoolSampler, DNS_TYPES, FS_TYPES, _internal: { probesDue, createProbe } };

@@ -6,6 +6,7 @@
 
 const asyncHooks = require('async_hooks');
 const { reportError } = require('../../core/errors');
+const { POOL_HELD, poolHeld } = require('../../core/pool-held');
 
 // collect() before the first arming: no job seen (frozen, handed to every sample).
 const NOTHING_SEEN = Object.freeze({ jobs: Object.freeze([]), histograms: Object.freeze([]) });
@@ -25,8 +26,8 @@ function loadParts() {
 }
 
 // For a tracer built without settings (the tests build one with only { mode }): the defaults of
-// the tracer.* settings (lib/agent/options.js), which the agent always passes.
-const FALLBACK = Object.freeze({ mode: 'auto', thresholdMs: 250, windowMs: 10000, cooldownMs: 90000 });
+// the tracer.* settings (lib/sources/threadpool/index.js), which the agent always passes.
+const FALLBACK = Object.freeze({ mode: 'auto', thresholdMs: POOL_HELD.poolWaitS * 1000, windowMs: 10000, cooldownMs: 90000 });
 const THREW = Symbol('threw');
 
 /**
@@ -73,7 +74,7 @@ class Tracer {
   /**
    * @param {object} [options]
    * @param {'auto'|'on'|'off'} [options.mode]
-   * @param {number} [options.thresholdMs] auto: probe wait that arms the tracer
+   * @param {number} [options.thresholdMs] auto: a probe's wait beyond the loop's delay that arms the tracer
    * @param {number} [options.windowMs] auto: how long it stays armed
    * @param {number} [options.cooldownMs] auto: minimum time disarmed before arming again
    * @param {() => number} [options.now] epoch ms clock (injectable for tests)
@@ -95,7 +96,7 @@ class Tracer {
     return this.#mode;
   }
 
-  /** @returns {number} auto: the probe wait that arms the tracer */
+  /** @returns {number} auto: the probe wait (beyond the loop's delay) that arms the tracer */
   get thresholdSeconds() {
     return this.#thresholdSeconds;
   }
@@ -106,9 +107,12 @@ class Tracer {
   }
 
   /**
-   * Auto mode: arm when a probe waited longer than the threshold or every pool thread was busy;
-   * disarm after the window. Called once per sample.
-   * @param {{ waitSeconds: number, poolFull: boolean }} signal
+   * Auto mode: arm when the pool was held (a probe waited the threshold for a thread beyond the
+   * loop's own delay: lib/core/pool-held.js, the test of the findings' signal poolHeld, whose limit
+   * is the threshold's default) or every pool thread was busy; disarm after the window. Called
+   * once per sample.
+   * @param {{ waitSeconds: number, poolFull: boolean }} signal waitSeconds: the interval's longest
+   *   probe wait beyond the loop's delay
    */
   consider(signal) {
     if (this.#mode !== 'auto' || this.#closed) return;
@@ -118,7 +122,7 @@ class Tracer {
       return;
     }
     if (t - this.#disarmedAt < this.#cooldownMs) return;
-    if (signal.waitSeconds > this.#thresholdSeconds || signal.poolFull) this.#arm();
+    if (poolHeld(signal.waitSeconds, { poolWaitS: this.#thresholdSeconds }) || signal.poolFull) this.#arm();
   }
 
   /**
