@@ -35,7 +35,7 @@ describe('sources/blockers', function () {
   });
 
   it('names a 400 ms spin at its line in GET /orders/:id, with its share and the route, and times it', async () => {
-    const { blocks, points, facts } = await run('route');
+    const { blocks, points, facts, records } = await run('route');
     assert.equal(blocks.length, 1, show(blocks));
     const [b] = blocks;
     assert.ok(b.durationSeconds > 0.3 && b.durationSeconds < 2, show(blocks));
@@ -52,6 +52,15 @@ describe('sources/blockers', function () {
     assert.ok(b.gcShare < 0.2);
     const p = points.find((x) => x.attributes['nodejs.eventloop.block.cause'] === 'code');
     assert.ok(p && p.histogram.count === 1, JSON.stringify(points));
+    // Its record for the tracers' victims (uvscope:eventloop.block): the same block, named as the
+    // findings name it, on performance.timeOrigin + performance.now()'s scale.
+    assert.equal(records.length, 1, JSON.stringify(records));
+    const [r] = records;
+    assert.deepEqual({ blocker: r.blocker, route: r.route, cause: r.cause }, { blocker: { name: `\`${top.appFrame.function}\``, caller: `${FILE}:${facts.spinLine}` }, route: 'GET /orders/:id', cause: 'code' });
+    assert.ok(Math.abs(r.end - r.start - b.durationSeconds * 1000) < 1, JSON.stringify({ r, b }));
+    // after the scenario began, to within a poll (25 ms: the block's start is the window's) and the
+    // two clocks' difference (Date.now() against timeOrigin + now())
+    assert.ok(r.start > facts.t0 - 100, JSON.stringify({ r, t0: facts.t0 }));
   });
 
   it('names zlib.gzipSync through the app\'s frame (compressReport)', async () => {

@@ -7,6 +7,7 @@
 // fits them. Loaded once a finding needs it.
 
 const { ms, pct, round } = require('../../core/format');
+const { nodeModule, NODE_NAMES, frameName, blockerName, shortName } = require('../../sources/blockers/names');
 
 // Blockers named in a finding; a share under MIN_SHARE is left out of the sentence (not the evidence).
 const MAX_NAMED = 5;
@@ -103,51 +104,6 @@ function blockersOver(intervals) {
   return out;
 }
 
-// The public module of a file of Node's: node:zlib, and its internals that hold public APIs
-// (node:internal/crypto/pbkdf2 holds crypto.pbkdf2Sync); null for other internals.
-function nodeModule(file) {
-  if (!file.startsWith('node:')) return null;
-  const m = file.slice(5);
-  const inner = /^internal\/(crypto|fs|child_process)\b/.exec(m);
-  if (inner) return inner[1];
-  return m.startsWith('internal/') ? null : m;
-}
-
-// Functions of Node's whose own name is not the API's: zlib's *Sync convenience methods are all
-// one function, syncBufferWrapper (lib/zlib.js createConvenienceMethod).
-const NODE_NAMES = Object.freeze({ 'zlib.syncBufferWrapper': 'zlib.*Sync (gzipSync, deflateSync, ...)' });
-
-/**
- * A frame in words: `zlib.gzipSync` (Node's API), csv-parse's `parse` (a package), `render`
- * (src/page.js:12) (the app's), `writeSync` (native code).
- * @param {any} f a Frame
- */
-function frameName(f) {
-  const fn = `\`${f.function}\``;
-  if (f.file.startsWith('node:')) {
-    const mod = nodeModule(f.file);
-    if (!mod) return `${fn} (Node.js internals, ${f.file})`;
-    const name = `${mod}.${f.function}`;
-    return `\`${NODE_NAMES[name] || name}\``;
-  }
-  if (f.package) return `${f.package}'s ${fn}`;
-  if (!f.file) return `${fn} (native code)`;
-  return `${fn} (${f.file}:${f.line})`;
-}
-
-/**
- * A blocker in words, as every finding names it: what ran, through what the app called, from
- * where in the app ("csv-parse's `parse` called from src/import.js:9").
- * @param {{ frame: any, call?: any, appFrame?: any }} b
- * @returns {string}
- */
-function blockerName(b) {
-  const app = b.appFrame;
-  if (app && !b.call) return `\`${app.function}\` at ${app.file}:${app.line}`;
-  const what = frameName(b.call || b.frame);
-  return app ? `${what} called from ${app.file}:${app.line}` : what;
-}
-
 /**
  * What blocked the loop, in one sentence (empty when nothing is known of it: no capture details).
  * @param {WindowBlockers | null} w
@@ -236,9 +192,7 @@ function topBlocker(window, pick) {
   const gc = w.gcSeconds / w.seconds;
   const top = w.named[0];
   if (top && top.share >= gc) {
-    const f = top.call || top.frame;
-    const name = top.appFrame && !top.call ? `\`${top.appFrame.function}\`` : frameName(f);
-    return { name, ...(top.appFrame ? { caller: `${top.appFrame.file}:${top.appFrame.line}` } : {}), share: round(top.share, 3) };
+    return { ...shortName(top), share: round(top.share, 3) };
   }
   return gc > 0 ? { name: 'V8\'s garbage collector', share: round(gc, 3) } : null;
 }

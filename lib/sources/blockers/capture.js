@@ -5,8 +5,9 @@
 // messages (the time, in a shared buffer: the callback that ran when it was posted has returned),
 // keeps the blocks it reports for the interval (bounded) and their durations in a histogram, and
 // gives each block its GC share (V8's gc entries that overlap it) and its route (the request
-// whose handler was on the stack). The worker is unref'd and holds nothing of the app: the
-// process exits as if it were not there. Where the capture cannot run (not Linux, no binary of
+// whose handler was on the stack), and publishes each block's record for the tracers' victims
+// (uvscope:eventloop.block, where someone listens). The worker is unref'd and holds nothing of
+// the app: the process exits as if it were not there. Where the capture cannot run (not Linux, no binary of
 // the native capture for this platform and Node, not the main thread, the worker failed), one
 // warning, details say why, and everything else goes on.
 
@@ -16,6 +17,8 @@ const { warnOnce, reportError } = require('../../core/errors');
 const { WARNINGS } = require('../../core/warnings');
 const { attributesOf } = require('../metric-def');
 const { BLOCK_BUCKETS } = require('./metrics');
+const { published } = require('../../core/channels');
+const { shortName } = require('./names');
 
 // Blocks kept per interval: the longest ones (a loop blocked all the time makes a few a second).
 const MAX_BLOCKS = 10;
@@ -216,6 +219,7 @@ class BlockersSampler {
     } else if (m.type === 'block') {
       if (this.#pending.length < MAX_BLOCKS * 4) this.#pending.push(m);
       else this.#dropped++;
+      if (published.eventloopBlock.hasSubscribers) published.eventloopBlock.publish(this.#recordOf(m));
     } else if (m.type === 'ready') this.#ready = true;
     else if (m.type === 'error') reportError('blockers', new Error(String(m.message)));
   }
@@ -225,7 +229,25 @@ class BlockersSampler {
     const list = this.#pending;
     if (list.length === 0) return;
     this.#pending = [];
-    for (const m of list) this.#keep(this.#blockOf(m));
+    for (const m of list) {
+      this.#missed += m.missed || 0;
+      this.#keep(this.#blockOf(m));
+    }
+  }
+
+  /**
+   * A block's record for the tracers' victims (lib/core/channels.js eventloopBlock), as soon as
+   * the watchdog reports it: its GC share from the gc entries already in (V8 may deliver the last
+   * ones later: the interval's figures take them all, at the sample).
+   */
+  #recordOf(m) {
+    const b = this.#blockOf(m);
+    const toMs = (ns) => performance.timeOrigin + (ns - this.#offsetNs) / 1e6;
+    const top = b.blockers[0];
+    return {
+      start: toMs(Number(m.startNs)), end: toMs(Number(m.endNs)), seconds: b.durationSeconds,
+      cause: b.gcShare > 0.5 ? 'gc' : 'code', blocker: top && top.share >= b.gcShare ? shortName(top) : null, route: b.route,
+    };
   }
 
   /** @returns {Block} */
@@ -257,7 +279,6 @@ class BlockersSampler {
       }
     }
     const gcShare = Math.min(1, gcNs / durationNs);
-    this.#missed += m.missed || 0;
     const code = 1 - gcShare;
     return {
       startedMs: m.startedMs, durationSeconds: m.durationMs / 1000, ranSeconds: m.ranMs / 1000, capturedSeconds: m.capturedMs / 1000,
