@@ -26,6 +26,8 @@ const CAUSE = attributesOf('nodejs.eventloop.block.cause');
 const NATIVE = '@sentry-internal/node-native-stacktrace';
 // GC pauses remembered (a ring): enough to cover the blocks of an interval.
 const GC_RING = 32;
+// The longest the main thread answers a capture begun as the process exits (see #shut()).
+const GATE_MS = 100;
 
 /**
  * @typedef {object} Block
@@ -107,6 +109,9 @@ class BlockersSampler {
   #histograms = new Map();
   /** @type {BigInt64Array | null} the arm answered last and when (hrtime ns), read by the worker */
   #answer = null;
+  /** @type {Int32Array | null} [0] 1 once the process exits or the capture closes, [1] 1 while the watchdog captures */
+  #gate = null;
+  #onExit = () => this.#shut();
   // performance.now() (ms) to hrtime (ns): both count from the same monotonic clock.
   #offsetNs = 0;
   // GC pauses: start (hrtime ns), duration (ns), kind; a ring.
@@ -139,6 +144,8 @@ class BlockersSampler {
       const threshold = this.#thresholdMs;
       const shared = new SharedArrayBuffer(16);
       this.#answer = new BigInt64Array(shared);
+      const gate = new SharedArrayBuffer(8);
+      this.#gate = new Int32Array(gate);
       this.#offsetNs = Number(process.hrtime.bigint()) - require('perf_hooks').performance.now() * 1e6;
       const worker = new Worker(options.workerFile || path.join(__dirname, 'watchdog.js'), {
         workerData: {
@@ -149,6 +156,7 @@ class BlockersSampler {
           // A stack sample every twentieth of the threshold while a block lasts (5 ms at 100 ms).
           sampleMs: options.sampleMs || Math.max(2, Math.round(threshold / 20)),
           shared,
+          gate,
           root: process.cwd(),
           nativeFile: loaded.file,
         },
@@ -167,6 +175,7 @@ class BlockersSampler {
       // After the listeners: adding one refs the worker again.
       worker.unref();
       this.#worker = worker;
+      process.on('exit', this.#onExit);
       this.#observe();
     } catch (err) {
       this.#fail(`the watchdog thread could not start: ${err && /** @type {Error} */ (err).message}`);
@@ -338,7 +347,24 @@ class BlockersSampler {
     this.#missed = 0;
   }
 
+  /**
+   * No capture from here on. A capture waits (up to 5 s, in the native module) for the main
+   * thread's next interrupt check: at exit, with no JavaScript left to run, it would hold the
+   * process's end while Node joins the worker. So the watchdog marks each capture and checks this
+   * gate first; one it already began is answered here, by a JavaScript loop (its checks serve the
+   * interrupt), for at most GATE_MS.
+   */
+  #shut() {
+    const g = this.#gate;
+    if (!g) return;
+    Atomics.store(g, 0, 1);
+    const until = Date.now() + GATE_MS;
+    while (Atomics.load(g, 1) === 1 && Date.now() < until);
+  }
+
   close() {
+    this.#shut();
+    process.removeListener('exit', this.#onExit);
     const worker = this.#worker;
     this.#worker = null;
     if (worker) {

@@ -18,7 +18,7 @@ const { parentPort, workerData } = require('worker_threads');
 const path = require('path');
 const { summarize } = require('./summary');
 
-const { schedPath, thresholdMs, pollMs, sampleMs, shared, root, nativeFile } = workerData;
+const { schedPath, thresholdMs, pollMs, sampleMs, shared, gate: gateBuffer, root, nativeFile } = workerData;
 // While the main thread is quiet (awake under QUIET of the last window) the watchdog polls this
 // much less often: each wake-up of a thread costs ~0.1 ms of CPU on a busy 2-CPU VM.
 const QUIET = 0.1;
@@ -29,6 +29,8 @@ const MAX_SAMPLES = 400;
 
 const { captureStackTrace } = require(nativeFile);
 const answer = new BigInt64Array(shared); // [0] the last arm answered, [1] when (hrtime ns)
+// [0] 1: no more captures (the process exits, capture.js #shut()); [1] 1 while one runs
+const gate = new Int32Array(gateBuffer);
 const buf = Buffer.alloc(128);
 // The main thread's answer to an arm (capture.js): a stack in it is after the block.
 const OWN = path.join(__dirname, 'capture.js');
@@ -96,12 +98,16 @@ function sample() {
   if (!running()) return;
   let frames = null;
   const asked = process.hrtime.bigint();
+  // Marked before the gate is read: the main thread, closing it, then waits for this one.
+  Atomics.store(gate, 1, 1);
+  if (Atomics.load(gate, 0) === 1) return void Atomics.store(gate, 1, 0);
   try {
     const r = captureStackTrace();
     for (const k in r) frames = r[k].frames; // the main thread: the only other registered one
   } catch {
     frames = null;
   }
+  Atomics.store(gate, 1, 0);
   let at = process.hrtime.bigint();
   const end = answered();
   // The block had ended when this was asked, or the interrupt waited for the next JavaScript
