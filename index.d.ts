@@ -21,6 +21,8 @@ export interface Options {
   multiprocess?: MultiprocessOptions;
   /** The threadpool tracer (async_hooks). */
   tracer?: TracerOptions;
+  /** The blockers options. */
+  blockers?: BlockersOptions;
   /** The DNS source. */
   dns?: DnsOptions;
   /** The Prometheus exporter and the agent's HTTP endpoint (exporters/prometheus/). */
@@ -59,6 +61,14 @@ export interface TracerOptions {
   windowMs?: number;
   /** an integer number of milliseconds from 0 to 86400000 (time disarmed before auto mode may arm again) (UVSCOPE_TRACER_COOLDOWN_MS, default 90000). */
   cooldownMs?: number;
+}
+
+/** The blockers options. */
+export interface BlockersOptions {
+  /** the capture of what blocked the event loop: a watchdog thread reads the main thread's CPU time in /proc and, while a block lasts, samples its JavaScript stack (Sentry's native capture; each sample stops the main thread about 0.1 ms); Linux. Off by default: its worker thread costs +10 MB of RSS on Node 20, +18 MB on Node 24 (docs/cost.md): on or off (UVSCOPE_BLOCKERS, default off). */
+  mode?: 'on' | 'off';
+  /** an integer number of milliseconds from 20 to 60000 (a block at least this long is captured) (UVSCOPE_BLOCKERS_THRESHOLD_MS, default 100). */
+  thresholdMs?: number;
 }
 
 /** The DNS source. */

@@ -1,8 +1,8 @@
 'use strict';
-// npm start [-- [--keep] wolt|klarna|ko|zooz|numa|crypto|starve|throttled|acceptq]: the incident lab. Each write-up in shared/incidents,
+// npm start [-- [--keep] wolt|klarna|ko|zooz|csv|numa|crypto|starve|throttled|acceptq]: the incident lab. Each write-up in shared/incidents,
 // reproduced for real against a DNS server the lab runs, with uvscope attached, and what uvscope
 // found. Runs on 127.0.0.0/8 only.
-const INCIDENTS = ['wolt', 'klarna', 'ko', 'zooz', 'numa', 'crypto', 'starve', 'throttled', 'acceptq'];
+const INCIDENTS = ['wolt', 'klarna', 'ko', 'zooz', 'csv', 'numa', 'crypto', 'starve', 'throttled', 'acceptq'];
 
 async function main() {
   const args = process.argv.slice(2);

@@ -28,7 +28,7 @@ function client(port, urlPath = '/') {
 async function main() {
   const s = JSON.parse(process.env.SCENARIO || '{}');
   const metricsPort = await freePort();
-  const env = cleanEnv({ UVSCOPE_PROMETHEUS_PORT: String(metricsPort), UVSCOPE_INTERVAL_MS: String(INTERVAL_MS), BLOCK_MS: String(s.blockMs || 0), BUSY_MS: String(s.busyMs || 0), ...(s.backlog ? { BACKLOG: String(s.backlog) } : {}) });
+  const env = cleanEnv({ UVSCOPE_PROMETHEUS_PORT: String(metricsPort), UVSCOPE_INTERVAL_MS: String(INTERVAL_MS), UVSCOPE_BLOCKERS: 'on', BLOCK_MS: String(s.blockMs || 0), BUSY_MS: String(s.busyMs || 0), ...(s.backlog ? { BACKLOG: String(s.backlog) } : {}) });
   const app = spawn(process.execPath, ['--require', REGISTER, path.join(__dirname, 'apps', 'accept-app.js')], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     const { port } = JSON.parse(await firstLine(app, 'accept-app.js'));

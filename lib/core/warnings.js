@@ -39,6 +39,8 @@ const WARNINGS = Object.freeze({
     'UVSCOPE_OTLP_MODE=companion and no global MeterProvider 10 s after start; observations are kept (up to a limit) for it'),
   OTLP_PENDING_FULL: warning('UVSCOPE_OTLP_PENDING_FULL',
     'too many observations are waiting for an OpenTelemetry MeterProvider; later ones are dropped until one is registered'),
+  BLOCKERS_UNAVAILABLE: warning('UVSCOPE_BLOCKERS_UNAVAILABLE',
+    'what blocked the event loop cannot be captured here (not Linux, no binary of the native stack capture for this platform and Node.js, the agent is not on the main thread, or the watchdog thread failed); the warning says which, details.blockers.unavailable too, and everything else goes on'),
   OTLP_EXPORT_FAILED: warning('UVSCOPE_OTLP_EXPORT_FAILED',
     'an OTLP export failed (reported once; later failures are counted in uvscope.errors{uvscope.component="exporter:otlp"})'),
 });

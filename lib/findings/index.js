@@ -8,9 +8,11 @@
 //   hosts.js    the window's per-hostname figures
 //   pool.js     the threadpool figures of an interval (probes, pending work, tracer, busy threads)
 //   cpu.js      the CPU figures of an interval and the CPU budget
+//   blockers.js an interval's blocks of the loop and what ran in them (the capture's), kept small
 //   rule.js     what a rule declares (id, limits, docs, evaluate, its own state) and its check
 //   rules/      one file per rule: its declaration and its gate (what runs every sample)
-//   found/      what a rule says once its gate passed, loaded then (most processes never need it)
+//   found/      what a rule says once its gate passed, loaded then (most processes never need it);
+//               found/blockers.js names what blocked the loop, for every finding that says it
 // May import lib/core, lib/sources (their pure helpers) and lib/snapshot; nothing above.
 //
 // Adding a rule: rules/<id>.js (defineRule), its test in test/findings/, and one line here. It

@@ -10,6 +10,7 @@ const { CPU_FIGURES, CpuFigures, cpuFigures } = require('./cpu');
 const { defineSignals } = require('./signals');
 const { Columns, defineColumns } = require('../core/columns');
 const { compactHosts, NO_HOSTS } = require('./hosts');
+const { intervalBlocks } = require('./blockers');
 
 /**
  * One interval's figures, as the rules read them.
@@ -58,6 +59,8 @@ function summarizeInterval(sample, previous, previousTime, into = null, spare = 
   // before anything is served): its loop delay is not a blocked service.
   s.startup = previous === null;
   s.hosts = compactHosts(sample.details.dns, spare);
+  // the interval's blocks of the loop and what ran in them (lib/findings/blockers.js), or null
+  s.blocks = intervalBlocks(sample.details.blockers, into && into.blocks);
   s.pool = summarizePool(sample, previous, seconds, into && into.pool, s.cells, s.at + SUMMARY_FIGURES.length);
   cpuFigures(sample, s);
   s.hostsSince = undefined;
@@ -96,6 +99,8 @@ class Summary {
     this.hosts = NO_HOSTS;
     /** @type {any} */
     this.pool = null;
+    /** @type {import('./blockers').IntervalBlocks | null} */
+    this.blocks = null;
     this.cpu = new CpuFigures(cells, this.at + SUMMARY_FIGURES.length + POOL_CELLS);
     /** @type {number|undefined} */
     this.hostsSince = undefined;

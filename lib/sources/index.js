@@ -90,6 +90,7 @@ const SOURCES = Object.freeze([
   later('resources', () => require('./resources')),
   require('./threadpool').source,
   later('eventloop', () => require('./eventloop')),
+  require('./blockers').source,
   require('./dns').source,
   require('./connections').source,
   require('./listen').source,

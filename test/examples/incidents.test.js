@@ -69,8 +69,38 @@ describe('the incident lab (examples/incidents)', function () {
     assert.ok(r.findings.includes('eventloop-blocked'), r.findings.join());
     assert.ok(r.findings.includes('http-no-keepalive'), r.findings.join());
     assert.ok(!r.findings.includes('threadpool-dns-saturated'), 'a blocked loop is not a DNS queue');
+    // What blocked it, named by the capture: the handler's CPU burn, at the line of its loop, and
+    // the route (the app's source is the truth).
+    const blocked = r.snapshot.findings.find((f) => f.id === 'eventloop-blocked');
+    const src = require('fs').readFileSync(require.resolve('../../examples/incidents/apps/service.js'), 'utf8').split('\n');
+    const burnLine = src.findIndex((l) => l.includes('while (cpuMs() < end)')) + 1;
+    const top = blocked.evidence.blockers.named[0];
+    assert.equal(top.appFrame.function, 'burnCpu', blocked.summary);
+    assert.equal(top.appFrame.line, burnLine, blocked.summary);
+    assert.ok(top.share > 0.5, blocked.summary);
+    assert.ok(blocked.summary.includes(`in \`burnCpu\` at examples/incidents/apps/service.js:${burnLine} while serving GET /`), blocked.summary);
     // localhost comes from /etc/hosts in microseconds: the lookups' time is the blocked loop's.
     assert.ok(!r.findings.includes('dns-no-cache'), r.findings.join());
+  });
+
+  it('csv: a synchronous parse of an uploaded 40,000-row CSV in POST /import: eventloop-blocked names parseCsv, its line and the route', async () => {
+    const r = await require('../../examples/incidents/csv').run({ ...quiet, uploads: 6, spawnWith: spawnWeighted });
+    // The app's answers are the truth of what it did: every import parsed its 40,000 rows.
+    assert.deepEqual(r.imports.map((x) => x.rows), Array(6).fill(40000));
+    const f = r.snapshot.findings.find((x) => x.id === 'eventloop-blocked');
+    assert.ok(f, r.findings.join());
+    const src = require('fs').readFileSync(require.resolve('../../examples/incidents/apps/import-app.js'), 'utf8').split('\n');
+    const first = src.findIndex((l) => l.startsWith('function parseCsv')) + 1;
+    const last = src.findIndex((l, i) => i >= first && l === '}') + 1;
+    const top = f.evidence.blockers.named[0];
+    assert.equal(top.appFrame.function, 'parseCsv', f.summary);
+    assert.equal(top.appFrame.file, 'examples/incidents/apps/import-app.js', f.summary);
+    assert.ok(top.appFrame.line > first && top.appFrame.line < last, `${top.appFrame.line} not in parseCsv (${first}-${last})`);
+    assert.equal(top.route, 'POST /import');
+    assert.ok(top.share > 0.5, f.summary);
+    assert.ok(f.summary.includes(`in \`parseCsv\` at examples/incidents/apps/import-app.js:${top.appFrame.line} while serving POST /import`), f.summary);
+    assert.match(f.advice[0], /`parseCsv` at examples\/incidents\/apps\/import-app\.js:\d+ has \d+ % of the blocked time: split its work into chunks/);
+    assert.ok(!r.findings.includes('threadpool-saturated'), r.findings.join());
   });
 
   it('crypto: pbkdf2 on the pool starves DNS and fs; threadpool-saturated, never a DNS finding; hashing in worker_threads clears it', async () => {
@@ -182,5 +212,11 @@ describe('the incident lab: acceptq, in a network namespace of its own', functio
     assert.ok(f.evidence.overflows >= 3000 - 2 * 512, `${f.evidence.overflows} drops`);
     assert.ok(r.findings.includes('eventloop-blocked'), r.findings.join());
     assert.equal(f.impact.requests, r.kernel.overflows);
+    // What blocked the loop, named by the capture (the app's source is the truth): its spin's line.
+    const src = require('fs').readFileSync(require.resolve('../../examples/incidents/apps/accept-app.js'), 'utf8').split('\n');
+    const spinLine = src.findIndex((l) => l.includes('while (Date.now() < end)')) + 1;
+    assert.deepEqual({ name: f.evidence.blockedBy.name, caller: f.evidence.blockedBy.caller }, { name: '`spin`', caller: `examples/incidents/apps/accept-app.js:${spinLine}` });
+    assert.ok(f.evidence.blockedBy.share > 0.5, JSON.stringify(f.evidence.blockedBy));
+    assert.match(f.summary, /blocked up to [\d.]+ s, by `spin`\)/);
   });
 });

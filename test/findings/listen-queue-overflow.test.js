@@ -78,14 +78,25 @@ describe('findings: listen-queue-overflow', () => {
     assert.equal(g.evidence.cause, 'burst');
   });
 
-  it('names what blocked the loop where the capture of blocks put it on the interval (the hook)', () => {
+  it('names what blocked the loop where the capture of blocks put it on the interval, as eventloop-blocked names it', () => {
     const { found } = require('../../lib/findings/found/listen-queue-overflow');
+    const { intervalBlocks } = require('../../lib/findings/blockers');
     const own = (overflows, blockedSeconds) => ({ overflows, synDrops: 0, address: '127.0.0.1', port: '80', queue: 512, limit: 511, listeners: 1, blockedSeconds, delayMax: blockedSeconds, cpuShare: 1, seconds: 1, netns: null });
-    const window = [{ seconds: 1, own: { [ID]: own(0, 0) } }, { seconds: 1, blockedBy: { name: 'fs.readFileSync', caller: 'app.js:12' }, own: { [ID]: own(50, 1.5) } }];
+    // The interval's blocks as the window keeps them (lib/findings/blockers.js): 1.5 s, 90 % in
+    // zlib.gzipSync called from app.js:12.
+    const frame = (fn, file, line) => ({ function: fn, file, line, package: null });
+    const blocks = intervalBlocks({
+      capturing: true, unavailable: null, thresholdSeconds: 0.1, dropped: 0, missed: 0,
+      blocks: [{ durationSeconds: 1.5, samples: 500, gcShare: 0.1, route: null, uncaptured: null, heap: null, blockers: [{ frame: frame('writeSync', '', 0), call: frame('gzipSync', 'node:zlib', 850), appFrame: frame('compress', 'app.js', 12), share: 0.9 }] }],
+    });
+    const window = [{ seconds: 1, blocks: null, own: { [ID]: own(0, 0) } }, { seconds: 1, blocks, own: { [ID]: own(50, 1.5) } }];
     const f = found(window, { listenOverflows: 1, listenCpuShare: 0.5 });
-    assert.deepEqual(f.evidence.blockedBy, { name: 'fs.readFileSync', caller: 'app.js:12' });
-    assert.match(f.summary, /by fs\.readFileSync/);
-    assert.match(f.advice[0], /fs\.readFileSync at app\.js:12/);
+    assert.deepEqual(f.evidence.blockedBy, { name: '`zlib.gzipSync`', caller: 'app.js:12', share: 0.9 });
+    assert.match(f.summary, /blocked up to 1\.50 s, by `zlib\.gzipSync`\)/);
+    assert.match(f.advice[0], /Unblock the event loop \(`zlib\.gzipSync` at app\.js:12\)/);
+    // No capture details: nothing named, as before.
+    const bare = found([window[0], { ...window[1], blocks: null }], { listenOverflows: 1, listenCpuShare: 0.5 });
+    assert.equal(bare.evidence.blockedBy, null);
   });
 
   it('bursts larger than the backlog with the loop free: the burst cause, and a backlog that holds them', () => {

@@ -8,6 +8,7 @@ const { windowSeconds } = require('../window');
 const { typeName, tracedJobs, lookupTimes } = require('./pool');
 const { probeWait } = require('../pool');
 const { ms, pct, round } = require('../../core/format');
+const { loopTakersText } = require('./blockers');
 
 // What lowers each kind's CPU on the pool, for the advice.
 const COST_ADVICE = Object.freeze({
@@ -100,7 +101,7 @@ function takersText(f) {
   } else if (f.pool.available) {
     out.push(`pool work the tracer did not see (it arms while the pool is full; UVSCOPE_TRACER=on names the kind, callers and routes): ${round(f.pool.computing, 2)} pool threads computing on average`);
   }
-  out.push(`the event loop's own JavaScript, ${round(f.mainCpu, 2)} of a CPU${f.utilization !== null ? ` (utilization ${pct(f.utilization)}, waiting for a CPU included)` : ''}`);
+  out.push(`the event loop's own JavaScript, ${round(f.mainCpu, 2)} of a CPU${f.utilization !== null ? ` (utilization ${pct(f.utilization)}, waiting for a CPU included)` : ''}${loopTakersText(f.window, (s) => s.cpuStarved)}`);
   return out.join('; ');
 }
 

@@ -5,6 +5,7 @@
 // with the rule: most processes have no quota, or one that does not throttle them.
 
 const { ms, pct, round } = require('../../core/format');
+const { loopTakersText } = require('./blockers');
 
 const cpus = (n) => `${round(n, 2)} CPU`;
 
@@ -25,7 +26,7 @@ function found(window, first, last, periods, throttled) {
   const host = `${round(last.affinityCpus, 2)}-CPU host`;
   const lateness = f.maxDelaySeconds > 0 ? `, the event loop up to ${ms(f.maxDelaySeconds)} at a time` : '';
   return {
-    summary: `The container's CPU quota (${cpus(last.quotaCpus)} of a ${host}) throttled the process in ${pct(throttled / periods)} of ${periods} periods (${round(seconds, 1)} s): its threads stopped for ${round(f.throttledSeconds, 2)} s in all${lateness}. ${usedBy(f, last)}`,
+    summary: `The container's CPU quota (${cpus(last.quotaCpus)} of a ${host}) throttled the process in ${pct(throttled / periods)} of ${periods} periods (${round(seconds, 1)} s): its threads stopped for ${round(f.throttledSeconds, 2)} s in all${lateness}. ${usedBy(f, last, loopTakersText(after, () => true))}`,
     evidence: {
       quotaCpus: last.quotaCpus,
       budgetCpus: last.budget,
@@ -81,11 +82,12 @@ function figures(after, seconds, first, last, periods, throttled) {
   };
 }
 
-// Who used the quota: the process against it, and the loop's and the pool's share of that.
-function usedBy(f, last) {
+// Who used the quota: the process against it, and the loop's (with what ran in its blocks, where
+// the capture named it) and the pool's share of that.
+function usedBy(f, last, loopTakers) {
   const parts = [`The process used ${cpus(f.processCpu)} of its ${cpus(last.quotaCpus)}`];
   if (f.loopCpu !== null) {
-    parts.push(`${cpus(f.loopCpu)} of it JavaScript on the event loop (utilization ${pct(f.utilization || 0)}, the time it was stopped included)`);
+    parts.push(`${cpus(f.loopCpu)} of it JavaScript on the event loop (utilization ${pct(f.utilization || 0)}, the time it was stopped included)${loopTakers}`);
     const rest = Math.max(0, f.processCpu - f.loopCpu);
     parts.push(f.poolComputing !== null
       ? `${cpus(rest)} other threads, with ${round(f.poolComputing, 2)} pool threads computing on average`

@@ -6,6 +6,7 @@
 
 const { windowSeconds } = require('../window');
 const { ms, round } = require('../../core/format');
+const { topBlocker } = require('./blockers');
 
 const ID = 'listen-queue-overflow';
 // TCP's initial retransmission timeout (RFC 6298, Linux TCP_TIMEOUT_INIT): a client whose SYN or
@@ -17,16 +18,29 @@ const FIRST_RETRANSMIT_S = 1;
 const ECHO_S = FIRST_RETRANSMIT_S * (1 + 2 + 4);
 
 /**
- * What blocked the loop in an interval: the hook for the capture of what blocked the event loop
- * (the holders issue). That capture is to put `blockedBy: { name, caller? }` on the interval's
- * summary (or its signal, once the findings read signals); until it does, this returns null and
- * the finding names the block by its length only.
- * @param {object} summary the interval's summary
- * @returns {{ name: string, caller?: string } | null}
+ * What blocked the loop where the drops count with a block (drops in a blocked interval or the
+ * one after it), as the capture of blocks (lib/sources/blockers/) put it on those intervals'
+ * summaries (summary.blocks): the costliest blocker, as eventloop-blocked names it
+ * (lib/findings/found/blockers.js); null where nothing was captured.
+ * @param {readonly any[]} window the window of interval summaries
+ * @returns {{ name: string, caller?: string, share: number } | null}
  */
-function whatBlocked(summary) {
-  const b = summary && summary.blockedBy;
-  return b && typeof b.name === 'string' ? b : null;
+function whatBlocked(window) {
+  if (!window.some((s) => s.blocks)) return null;
+  const blocked = new Set();
+  let prev = null;
+  let prevSummary = null;
+  for (const s of window) {
+    const o = s.own && s.own[ID];
+    if (!o) continue;
+    if (prev !== null && o.overflows > prev.overflows) {
+      if (o.blockedSeconds > 0) blocked.add(s);
+      if (prev.blockedSeconds > 0) blocked.add(prevSummary);
+    }
+    prev = o;
+    prevSummary = s;
+  }
+  return blocked.size ? topBlocker(window, (s) => blocked.has(s)) : null;
 }
 
 /**
@@ -42,7 +56,6 @@ function found(window, lim) {
   let worst = 0; // the most drops in one interval
   let maxBlocked = 0;
   let minCpuShare = null;
-  let blockedBy = null;
   let peak = null; // the fullest listener seen at a sample
   let netns = null;
   let sinceBlockDrops = Infinity; // seconds since the end of the last interval with drops while blocked
@@ -67,7 +80,6 @@ function found(window, lim) {
           blockDrops += drops;
           sinceBlockDrops = 0;
           maxBlocked = Math.max(maxBlocked, o.blockedSeconds, prev.blockedSeconds);
-          blockedBy = blockedBy || whatBlocked(s);
           drops = 0;
         } else if (sinceBlockDrops <= ECHO_S) {
           // the block's echo: no more of them than the clients the block dropped
@@ -83,6 +95,7 @@ function found(window, lim) {
     }
     prev = o;
   }
+  const blockedBy = whatBlocked(window);
   const total = causes.blocked + causes.cpu + causes.burst;
   const cause = causes.blocked >= causes.cpu && causes.blocked >= causes.burst ? 'blocked' : causes.cpu >= causes.burst ? 'cpu' : 'burst';
   const seconds = windowSeconds(window);

@@ -1,0 +1,397 @@
+'use strict';
+
+// The main thread's side of the blockers source: registers the main thread with Sentry's native
+// stack capture (lazily, once), starts the watchdog worker (watchdog.js), answers its "arm"
+// messages (the time, in a shared buffer: the callback that ran when it was posted has returned),
+// keeps the blocks it reports for the interval (bounded) and their durations in a histogram, and
+// gives each block its GC share (V8's gc entries that overlap it) and its route (the request
+// whose handler was on the stack), and publishes each block's record for the tracers' victims
+// (uvscope:eventloop.block, where someone listens). The worker is unref'd and holds nothing of
+// the app: the process exits as if it were not there. Where the capture cannot run (not Linux, no binary of
+// the native capture for this platform and Node, not the main thread, the worker failed), one
+// warning, details say why, and everything else goes on.
+
+const path = require('path');
+const { Histogram } = require('../../core/histogram');
+const { warnOnce, reportError } = require('../../core/errors');
+const { WARNINGS } = require('../../core/warnings');
+const { attributesOf } = require('../metric-def');
+const { BLOCK_BUCKETS } = require('./metrics');
+const { published } = require('../../core/channels');
+const { shortName } = require('./names');
+
+// Blocks kept per interval: the longest ones (a loop blocked all the time makes a few a second).
+const MAX_BLOCKS = 10;
+const CAUSE = attributesOf('nodejs.eventloop.block.cause');
+const NATIVE = '@sentry-internal/node-native-stacktrace';
+// GC pauses remembered (a ring): enough to cover the blocks of an interval.
+const GC_RING = 32;
+// The longest the main thread answers a capture begun as the process exits (see #shut()).
+const GATE_MS = 100;
+
+/**
+ * @typedef {object} Block
+ * @property {number} startedMs when it began (epoch ms, to within a poll)
+ * @property {number} durationSeconds as the watchdog timed it (to within a poll, to the callback's end)
+ * @property {number} ranSeconds of it, the main thread's time not waiting for a CPU; the threshold applies to this
+ * @property {number} capturedSeconds the part the stack samples cover
+ * @property {number} samples
+ * @property {number} gcShare of the block, in V8's full collections (major, incremental, weakcb)
+ * @property {string | null} gcKind the kind of its longest one
+ * @property {number} scavengeShare of the block, in V8's scavenges (minor GCs): part of the code's shares
+ * @property {string | null} route 'GET /users/:id' when the block ran in an HTTP request's handler
+ * @property {import('./summary').Blocker[]} blockers costliest first, shares of the whole block
+ * @property {string | null} uncaptured why there are no blockers, when the block was timed but not captured
+ * @property {{ usedBytes: number, limitBytes: number } | null} heap V8's heap after the block,
+ *   where the garbage collector had a share of it (what the finding says of a GC block)
+ */
+
+let native = null; // the native capture, loaded once
+let registered = false;
+
+/**
+ * The native capture's binary, loaded and the main thread registered with it; or why it cannot
+ * be. The worker loads the binary itself (its package's index would load node-abi's tables there).
+ * @returns {{ file: string } | { why: string }}
+ */
+function loadNative() {
+  if (native) return native;
+  try {
+    const index = require.resolve(NATIVE);
+    const m = require(index);
+    const mod = require.cache[index];
+    const binary = mod && mod.children.find((c) => c.id.endsWith('.node'));
+    if (!registered) {
+      m.registerThread();
+      registered = true;
+    }
+    native = { file: binary ? binary.id : index };
+  } catch (err) {
+    const abi = process.versions.modules;
+    return { why: `the native stack capture (${NATIVE}, an optional dependency) could not load for ${process.platform}-${process.arch} ABI ${abi}: ${String((err && /** @type {Error} */ (err).message) || err).split('\n')[0]}` };
+  }
+  return native;
+}
+
+/**
+ * Why the capture cannot run here, or null when it can.
+ * @returns {string | null}
+ */
+function unavailable() {
+  if (process.platform !== 'linux') return `needs Linux (/proc), this is ${process.platform}`;
+  if (!require('worker_threads').isMainThread) return 'not on the main thread (the agent runs in a worker)';
+  if (typeof SharedArrayBuffer !== 'function') return 'no SharedArrayBuffer in this Node.js';
+  return null;
+}
+
+/** V8's heap now: its used size and its limit (a few microseconds; once per block with GC in it). */
+function heapNow() {
+  const h = require('v8').getHeapStatistics();
+  return { usedBytes: h.used_heap_size, limitBytes: h.heap_size_limit };
+}
+
+class BlockersSampler {
+  name = 'blockers';
+  /** @type {string | null} why there is no capture, or null while it runs */
+  #unavailable = null;
+  /** @type {import('worker_threads').Worker | null} */
+  #worker = null;
+  #thresholdMs;
+  /** @type {Block[]} */
+  #blocks = [];
+  /** @type {any[]} blocks reported, not yet given their GC share (its entries come after the block) */
+  #pending = [];
+  #dropped = 0;
+  // Stack samples that got no stack (the capture's 5 s wait ran out, the isolate terminating).
+  #missed = 0;
+  #ready = false;
+  /** @type {Map<string, Histogram>} */
+  #histograms = new Map();
+  /** @type {BigInt64Array | null} the arm answered last and when (hrtime ns), read by the worker */
+  #answer = null;
+  /** @type {Int32Array | null} [0] 1 once the process exits or the capture closes, [1] 1 while the watchdog captures */
+  #gate = null;
+  #onExit = () => this.#shut();
+  // performance.now() (ms) to hrtime (ns): both count from the same monotonic clock.
+  #offsetNs = 0;
+  // GC pauses: start (hrtime ns), duration (ns), kind; a ring.
+  #gcStart = new Float64Array(GC_RING);
+  #gcDuration = new Float64Array(GC_RING);
+  #gcKind = new Uint8Array(GC_RING);
+  #gcAt = 0;
+  /** @type {import('perf_hooks').PerformanceObserver | null} */
+  #observer = null;
+  /** @type {import('./requests').Requests | null} what a block's route is read from */
+  #requests = null;
+
+  /**
+   * @param {{ mode?: string, thresholdMs?: number, workerFile?: string, pollMs?: number, sampleMs?: number }} options
+   */
+  constructor(options) {
+    this.#thresholdMs = options.thresholdMs || 100;
+    if (options.mode === 'off') {
+      this.#unavailable = 'the capture is off (UVSCOPE_BLOCKERS=on turns it on)';
+      return;
+    }
+    const why = unavailable();
+    if (why) return void this.#fail(why);
+    const loaded = loadNative();
+    if ('why' in loaded) return void this.#fail(loaded.why);
+    try {
+      const fs = require('fs');
+      const tid = fs.readlinkSync('/proc/thread-self').split('/').pop();
+      const { Worker } = require('worker_threads');
+      const threshold = this.#thresholdMs;
+      const shared = new SharedArrayBuffer(16);
+      this.#answer = new BigInt64Array(shared);
+      const gate = new SharedArrayBuffer(8);
+      this.#gate = new Int32Array(gate);
+      this.#offsetNs = Number(process.hrtime.bigint()) - require('perf_hooks').performance.now() * 1e6;
+      const worker = new Worker(options.workerFile || path.join(__dirname, 'watchdog.js'), {
+        workerData: {
+          schedPath: `/proc/self/task/${tid}/schedstat`,
+          thresholdMs: threshold,
+          // Every quarter of the threshold: a block is noticed within half of it.
+          pollMs: options.pollMs || Math.max(5, Math.round(threshold / 4)),
+          // A stack sample every twentieth of the threshold while a block lasts (5 ms at 100 ms).
+          sampleMs: options.sampleMs || Math.max(2, Math.round(threshold / 20)),
+          shared,
+          gate,
+          root: process.cwd(),
+          nativeFile: loaded.file,
+        },
+        // The worker needs none of the app's preloads (uvscope's own included) nor its flags.
+        execArgv: [],
+        env: {},
+        stdout: false,
+        stderr: false,
+        resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
+      });
+      worker.on('message', (m) => this.#onMessage(m));
+      worker.on('error', (err) => this.#fail(`the watchdog thread failed: ${err && err.message}`));
+      worker.on('exit', () => {
+        if (this.#worker) this.#fail('the watchdog thread exited');
+      });
+      // After the listeners: adding one refs the worker again.
+      worker.unref();
+      this.#worker = worker;
+      process.on('exit', this.#onExit);
+      this.#observe();
+    } catch (err) {
+      this.#fail(`the watchdog thread could not start: ${err && /** @type {Error} */ (err).message}`);
+    }
+  }
+
+  /** GC pauses (V8's gc entries) into their ring, and requests (requests.js): what a block is matched with. */
+  #observe() {
+    const { PerformanceObserver } = require('perf_hooks');
+    this.#observer = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        const i = this.#gcAt++ % GC_RING;
+        this.#gcStart[i] = this.#offsetNs + e.startTime * 1e6;
+        this.#gcDuration[i] = e.duration * 1e6;
+        const d = /** @type {any} */ (e).detail;
+        this.#gcKind[i] = d && typeof d.kind === 'number' ? d.kind : 0;
+      }
+    });
+    this.#observer.observe({ entryTypes: ['gc'] });
+    const { Requests } = require('./requests');
+    this.#requests = new Requests();
+  }
+
+  #fail(why) {
+    this.#unavailable = why;
+    this.#ready = false;
+    warnOnce(WARNINGS.BLOCKERS_UNAVAILABLE, `uvscope: what blocks the event loop cannot be captured: ${why}; everything else goes on`);
+    const worker = this.#worker;
+    this.#worker = null;
+    if (worker) worker.terminate().catch(() => {});
+    this.#unobserve();
+  }
+
+  #unobserve() {
+    if (this.#observer) this.#observer.disconnect();
+    this.#observer = null;
+    if (this.#requests) this.#requests.close();
+    this.#requests = null;
+  }
+
+  #onMessage(m) {
+    if (!m || typeof m !== 'object') return;
+    if (m.type === 'arm') {
+      // The callback that ran when the watchdog posted this has returned: the loop is free.
+      const a = this.#answer;
+      if (a) {
+        Atomics.store(a, 1, process.hrtime.bigint());
+        Atomics.store(a, 0, BigInt(m.seq));
+      }
+    } else if (m.type === 'block') {
+      if (this.#pending.length < MAX_BLOCKS * 4) this.#pending.push(m);
+      else this.#dropped++;
+      if (published.eventloopBlock.hasSubscribers) published.eventloopBlock.publish(this.#recordOf(m));
+    } else if (m.type === 'ready') this.#ready = true;
+    else if (m.type === 'error') reportError('blockers', new Error(String(m.message)));
+  }
+
+  /** The blocks reported since the last call, given their GC share and route, kept and counted. */
+  #settle() {
+    const list = this.#pending;
+    if (list.length === 0) return;
+    this.#pending = [];
+    for (const m of list) {
+      this.#missed += m.missed || 0;
+      this.#keep(this.#blockOf(m));
+    }
+  }
+
+  /**
+   * A block's record for the tracers' victims (lib/core/channels.js eventloopBlock), as soon as
+   * the watchdog reports it: its GC share from the gc entries already in (V8 may deliver the last
+   * ones later: the interval's figures take them all, at the sample).
+   */
+  #recordOf(m) {
+    const b = this.#blockOf(m);
+    const toMs = (ns) => performance.timeOrigin + (ns - this.#offsetNs) / 1e6;
+    const top = b.blockers[0];
+    return {
+      start: toMs(Number(m.startNs)), end: toMs(Number(m.endNs)), seconds: b.durationSeconds,
+      cause: b.gcShare > 0.5 ? 'gc' : 'code', blocker: top && top.share >= b.gcShare ? shortName(top) : null, route: b.route,
+    };
+  }
+
+  /** @returns {Block} */
+  #blockOf(m) {
+    const start = Number(m.startNs);
+    const end = Number(m.endNs);
+    const durationNs = Math.max(1, end - start);
+    // V8's full collections inside the block (mark-compact, its incremental steps, weak
+    // callbacks): its GC share (the stack sample answered after a pause was weighted with it: the
+    // code's shares give it back). Scavenges stay with the code that allocated (a parser's
+    // strings can cost it most of its time in them): their share is said, not taken out.
+    let gcNs = 0;
+    let minorNs = 0;
+    let longest = 0;
+    let kind = 0;
+    const minor = require('perf_hooks').constants.NODE_PERFORMANCE_GC_MINOR;
+    for (let i = 0; i < GC_RING && i < this.#gcAt; i++) {
+      const a = Math.max(start, this.#gcStart[i]);
+      const b = Math.min(end, this.#gcStart[i] + this.#gcDuration[i]);
+      if (b <= a) continue;
+      if (this.#gcKind[i] === minor) {
+        minorNs += b - a;
+        continue;
+      }
+      gcNs += b - a;
+      if (b - a > longest) {
+        longest = b - a;
+        kind = this.#gcKind[i];
+      }
+    }
+    const gcShare = Math.min(1, gcNs / durationNs);
+    const code = 1 - gcShare;
+    return {
+      startedMs: m.startedMs, durationSeconds: m.durationMs / 1000, ranSeconds: m.ranMs / 1000, capturedSeconds: m.capturedMs / 1000,
+      samples: m.samples, gcShare, gcKind: gcShare > 0 ? gcKindName(kind) : null, scavengeShare: Math.min(1, minorNs / durationNs),
+      route: this.#requests ? this.#requests.route(m.via, Number(m.firstNs)) : null,
+      blockers: m.blockers.map((x) => ({ ...x, share: x.share * code })),
+      uncaptured: m.samples > 0 || gcShare > 0.5 ? null : m.uncaptured || null,
+      heap: gcShare > 0 ? heapNow() : null,
+    };
+  }
+
+  /** @param {Block} block */
+  #keep(block) {
+    const cause = block.gcShare > 0.5 ? 'gc' : 'code';
+    let h = this.#histograms.get(cause);
+    if (!h) this.#histograms.set(cause, (h = new Histogram(BLOCK_BUCKETS)));
+    h.observe(block.durationSeconds);
+    const blocks = this.#blocks;
+    if (blocks.length < MAX_BLOCKS) return void blocks.push(block);
+    // Full: the shortest kept one makes room for a longer one.
+    this.#dropped++;
+    let min = 0;
+    for (let i = 1; i < blocks.length; i++) if (blocks[i].durationSeconds < blocks[min].durationSeconds) min = i;
+    if (blocks[min].durationSeconds < block.durationSeconds) blocks[min] = block;
+  }
+
+  /** @returns {import('../index').RawPoint[]} */
+  sample() {
+    this.#settle();
+    const out = [];
+    for (const [cause, h] of this.#histograms) {
+      if (h.count > 0) out.push({ name: 'nodejs.eventloop.block.duration', attributes: CAUSE(cause), histogram: h.snapshot() });
+    }
+    return out;
+  }
+
+  /**
+   * The interval's blocks (longest MAX_BLOCKS, in the order they ended), how many more there
+   * were, and whether the capture runs.
+   */
+  details() {
+    this.#settle();
+    return {
+      capturing: this.#unavailable === null,
+      ready: this.#ready,
+      unavailable: this.#unavailable,
+      thresholdSeconds: this.#thresholdMs / 1000,
+      blocks: this.#blocks.slice(),
+      dropped: this.#dropped,
+      missed: this.#missed,
+    };
+  }
+
+  endInterval() {
+    this.#blocks = [];
+    this.#dropped = 0;
+    this.#missed = 0;
+  }
+
+  /**
+   * No capture from here on. A capture waits (up to 5 s, in the native module) for the main
+   * thread's next interrupt check: at exit, with no JavaScript left to run, it would hold the
+   * process's end while Node joins the worker. So the watchdog marks each capture and checks this
+   * gate first; one it already began is answered here, by a JavaScript loop (its checks serve the
+   * interrupt), for at most GATE_MS.
+   */
+  #shut() {
+    const g = this.#gate;
+    if (!g) return;
+    Atomics.store(g, 0, 1);
+    const until = Date.now() + GATE_MS;
+    while (Atomics.load(g, 1) === 1 && Date.now() < until);
+  }
+
+  close() {
+    this.#shut();
+    process.removeListener('exit', this.#onExit);
+    const worker = this.#worker;
+    this.#worker = null;
+    if (worker) {
+      worker.postMessage('close');
+      worker.terminate().catch(() => {});
+    }
+    this.#unobserve();
+  }
+}
+
+/** perf_hooks' GC kind (entry.detail.kind) by OpenTelemetry's v8js.gc.type names. */
+function gcKindName(kind) {
+  const c = require('perf_hooks').constants;
+  if (kind === c.NODE_PERFORMANCE_GC_MAJOR) return 'major';
+  if (kind === c.NODE_PERFORMANCE_GC_MINOR) return 'minor';
+  if (kind === c.NODE_PERFORMANCE_GC_INCREMENTAL) return 'incremental';
+  if (kind === c.NODE_PERFORMANCE_GC_WEAKCB) return 'weakcb';
+  return 'other';
+}
+
+/**
+ * The blockers sampler (see BlockersSampler); its watchdog starts at once.
+ * @param {{ mode?: string, thresholdMs?: number, workerFile?: string, pollMs?: number, sampleMs?: number }} [options]
+ * @returns {BlockersSampler}
+ */
+function createBlockersSampler(options = {}) {
+  return new BlockersSampler(options);
+}
+
+module.exports = { createBlockersSampler, MAX_BLOCKS, _internal: { unavailable, loadNative } };
