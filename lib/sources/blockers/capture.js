@@ -124,17 +124,32 @@ class BlockersSampler {
   /** @type {import('./requests').Requests | null} what a block's route is read from */
   #requests = null;
 
+  /** @type {any} the options the worker starts with */
+  #options;
+  /** @type {import('./arming').Arming | null} auto: when the capture runs */
+  #arming = null;
+
   /**
-   * @param {{ mode?: string, thresholdMs?: number, workerFile?: string, pollMs?: number, sampleMs?: number }} options
+   * @param {{ mode?: string, thresholdMs?: number, quietMs?: number, now?: () => number, workerFile?: string, pollMs?: number, sampleMs?: number }} options
    */
   constructor(options) {
     this.#thresholdMs = options.thresholdMs || 100;
+    this.#options = options;
     if (options.mode === 'off') {
-      this.#unavailable = 'the capture is off (UVSCOPE_BLOCKERS=on turns it on)';
+      this.#unavailable = 'the capture is off (UVSCOPE_BLOCKERS=auto or on turns it on)';
       return;
     }
     const why = unavailable();
     if (why) return void this.#fail(why);
+    // auto: nothing runs until a block (sample(), arming.js); on: from now.
+    if (options.mode === 'on') return void this.#start();
+    const { Arming } = require('./arming');
+    this.#arming = new Arming({ thresholdMs: this.#thresholdMs, quietMs: options.quietMs, now: options.now });
+  }
+
+  /** The capture started: the native module, the watchdog worker, the GC observer, the request listener. */
+  #start() {
+    const options = this.#options;
     const loaded = loadNative();
     if ('why' in loaded) return void this.#fail(loaded.why);
     try {
@@ -167,10 +182,14 @@ class BlockersSampler {
         stderr: false,
         resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
       });
-      worker.on('message', (m) => this.#onMessage(m));
-      worker.on('error', (err) => this.#fail(`the watchdog thread failed: ${err && err.message}`));
+      worker.on('message', (m) => {
+        if (this.#worker === worker) this.#onMessage(m);
+      });
+      worker.on('error', (err) => {
+        if (this.#worker === worker) this.#fail(`the watchdog thread failed: ${err && err.message}`);
+      });
       worker.on('exit', () => {
-        if (this.#worker) this.#fail('the watchdog thread exited');
+        if (this.#worker === worker) this.#fail('the watchdog thread exited');
       });
       // After the listeners: adding one refs the worker again.
       worker.unref();
@@ -180,6 +199,25 @@ class BlockersSampler {
     } catch (err) {
       this.#fail(`the watchdog thread could not start: ${err && /** @type {Error} */ (err).message}`);
     }
+  }
+
+  /**
+   * The capture stopped (auto, after the quiet period; close()): the worker terminated, the
+   * observer disconnected, the listeners removed, so their memory can return.
+   */
+  #stop() {
+    this.#shut();
+    process.removeListener('exit', this.#onExit);
+    const worker = this.#worker;
+    this.#worker = null;
+    this.#ready = false;
+    this.#answer = null;
+    this.#gate = null;
+    if (worker) {
+      worker.postMessage('close');
+      worker.terminate().catch(() => {});
+    }
+    this.#unobserve();
   }
 
   /** GC pauses (V8's gc entries) into their ring, and requests (requests.js): what a block is matched with. */
@@ -202,6 +240,7 @@ class BlockersSampler {
   #fail(why) {
     this.#unavailable = why;
     this.#ready = false;
+    this.#arming = null;
     warnOnce(WARNINGS.BLOCKERS_UNAVAILABLE, `uvscope: what blocks the event loop cannot be captured: ${why}; everything else goes on`);
     const worker = this.#worker;
     this.#worker = null;
@@ -314,14 +353,39 @@ class BlockersSampler {
     if (blocks[min].durationSeconds < block.durationSeconds) blocks[min] = block;
   }
 
-  /** @returns {import('../index').RawPoint[]} */
-  sample() {
+  /**
+   * @param {import('../index').Tick} [tick]
+   * @returns {import('../index').RawPoint[]}
+   */
+  sample(tick) {
+    const before = this.#blocks.length + this.#dropped;
     this.#settle();
+    if (this.#arming) this.#consider(tick, this.#blocks.length + this.#dropped > before);
     const out = [];
     for (const [cause, h] of this.#histograms) {
       if (h.count > 0) out.push({ name: 'nodejs.eventloop.block.duration', attributes: CAUSE(cause), histogram: h.snapshot() });
     }
     return out;
+  }
+
+  /**
+   * auto: the capture starts at the first interval whose loop delay reached the threshold (that
+   * block timed, not seen into: a block without samples, which the findings word as such) and
+   * stops after the quiet period without one (arming.js).
+   */
+  #consider(tick, blocked) {
+    const { loopDelayMax } = require('./arming');
+    const delay = loopDelayMax(tick);
+    const arming = /** @type {import('./arming').Arming} */ (this.#arming);
+    const what = arming.consider(delay, blocked);
+    if (what === 'stop') return void this.#stop();
+    if (what !== 'start') return;
+    this.#blocks.push({
+      startedMs: Date.now() - delay * 1000, durationSeconds: delay, ranSeconds: delay, capturedSeconds: 0, samples: 0,
+      gcShare: 0, gcKind: null, scavengeShare: 0, route: null, blockers: [], heap: null,
+      uncaptured: 'the capture starts at the first block (UVSCOPE_BLOCKERS=auto): the blocks of that interval were timed, not seen into',
+    });
+    this.#start();
   }
 
   /**
@@ -332,6 +396,10 @@ class BlockersSampler {
     this.#settle();
     return {
       capturing: this.#unavailable === null,
+      // auto: whether the capture runs now (it starts at the first block), how often it started
+      mode: this.#options.mode || 'auto',
+      armed: this.#unavailable === null && this.#worker !== null,
+      armings: this.#arming ? this.#arming.armings : this.#worker ? 1 : 0,
       ready: this.#ready,
       unavailable: this.#unavailable,
       thresholdSeconds: this.#thresholdMs / 1000,
@@ -363,15 +431,8 @@ class BlockersSampler {
   }
 
   close() {
-    this.#shut();
-    process.removeListener('exit', this.#onExit);
-    const worker = this.#worker;
-    this.#worker = null;
-    if (worker) {
-      worker.postMessage('close');
-      worker.terminate().catch(() => {});
-    }
-    this.#unobserve();
+    if (this.#arming) this.#arming.armed = false;
+    this.#stop();
   }
 }
 
@@ -386,8 +447,9 @@ function gcKindName(kind) {
 }
 
 /**
- * The blockers sampler (see BlockersSampler); its watchdog starts at once.
- * @param {{ mode?: string, thresholdMs?: number, workerFile?: string, pollMs?: number, sampleMs?: number }} [options]
+ * The blockers sampler (see BlockersSampler); its watchdog starts at once (mode on), at the first
+ * block (auto, the default) or never (off).
+ * @param {{ mode?: string, thresholdMs?: number, quietMs?: number, now?: () => number, workerFile?: string, pollMs?: number, sampleMs?: number }} [options]
  * @returns {BlockersSampler}
  */
 function createBlockersSampler(options = {}) {
