@@ -1,7 +1,8 @@
 'use strict';
 
 // The main thread's side of the blockers source: registers the main thread with Sentry's native
-// stack capture (lazily, once), starts the watchdog worker (watchdog.js), answers its "arm"
+// stack capture (lazily, once), starts the watchdog worker (watchdog.js; at once when on, at the
+// first block when auto, stopped after a quiet period: arming.js), answers its "arm"
 // messages (the time, in a shared buffer: the callback that ran when it was posted has returned),
 // keeps the blocks it reports for the interval (bounded) and their durations in a histogram, and
 // gives each block its GC share (V8's gc entries that overlap it) and its route (the request
@@ -383,7 +384,7 @@ class BlockersSampler {
     this.#blocks.push({
       startedMs: Date.now() - delay * 1000, durationSeconds: delay, ranSeconds: delay, capturedSeconds: 0, samples: 0,
       gcShare: 0, gcKind: null, scavengeShare: 0, route: null, blockers: [], heap: null,
-      uncaptured: 'the capture starts at the first block (UVSCOPE_BLOCKERS=auto): the blocks of that interval were timed, not seen into',
+      uncaptured: 'the capture starts at the first block: the blocks of that interval were timed, not seen into',
     });
     this.#start();
   }
