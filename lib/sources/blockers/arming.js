@@ -2,7 +2,8 @@
 
 // When the capture runs (blockers/capture.js), in UVSCOPE_BLOCKERS=auto: from the first interval
 // whose event-loop delay (the event-loop source's nodejs.eventloop.delay.max, read in the same
-// tick) reached the threshold, until no interval has for the quiet period. While the loop is
+// tick, less the main thread's wait for a CPU: capture.js) reached the threshold, until no
+// interval has for the quiet period. While the loop is
 // healthy nothing of the capture exists: no worker, no GC observer, no request listener, no
 // native module. `on` runs it always, `off` never.
 

@@ -129,6 +129,9 @@ class BlockersSampler {
   #options;
   /** @type {import('./arming').Arming | null} auto: when the capture runs */
   #arming = null;
+  /** @type {{ read(): number[] | null, close(): void } | null} auto: the main thread's schedstat */
+  #sched = null;
+  #lastWaitNs = 0;
 
   /**
    * @param {{ mode?: string, thresholdMs?: number, quietMs?: number, now?: () => number, workerFile?: string, pollMs?: number, sampleMs?: number }} options
@@ -146,6 +149,9 @@ class BlockersSampler {
     if (options.mode === 'on') return void this.#start();
     const { Arming } = require('./arming');
     this.#arming = new Arming({ thresholdMs: this.#thresholdMs, quietMs: options.quietMs, now: options.now });
+    this.#sched = require('../schedstat').openSchedstat();
+    const first = this.#sched && this.#sched.read();
+    this.#lastWaitNs = first ? first[1] : 0;
   }
 
   /** The capture started: the native module, the watchdog worker, the GC observer, the request listener. */
@@ -376,13 +382,19 @@ class BlockersSampler {
    */
   #consider(tick, blocked) {
     const { loopDelayMax } = require('./arming');
-    const delay = loopDelayMax(tick);
+    const late = loopDelayMax(tick);
+    // Less the time the main thread waited for a CPU in the interval, as the event-loop source's
+    // blockedOnCpuMaxSeconds (what eventloop-blocked counts): a loaded host is not a block.
+    const now = this.#sched && this.#sched.read();
+    const waited = now ? Math.max(0, now[1] - this.#lastWaitNs) / 1e9 : 0;
+    if (now) this.#lastWaitNs = now[1];
+    const delay = Math.max(0, late - waited);
     const arming = /** @type {import('./arming').Arming} */ (this.#arming);
     const what = arming.consider(delay, blocked);
     if (what === 'stop') return void this.#stop();
     if (what !== 'start') return;
     this.#blocks.push({
-      startedMs: Date.now() - delay * 1000, durationSeconds: delay, ranSeconds: delay, capturedSeconds: 0, samples: 0,
+      startedMs: Date.now() - late * 1000, durationSeconds: late, ranSeconds: delay, capturedSeconds: 0, samples: 0,
       gcShare: 0, gcKind: null, scavengeShare: 0, route: null, blockers: [], heap: null,
       uncaptured: 'the capture starts at the first block: the blocks of that interval were timed, not seen into',
     });
@@ -433,6 +445,9 @@ class BlockersSampler {
 
   close() {
     if (this.#arming) this.#arming.armed = false;
+    this.#arming = null;
+    if (this.#sched) this.#sched.close();
+    this.#sched = null;
     this.#stop();
   }
 }
