@@ -25,8 +25,6 @@ const { shortName } = require('./names');
 const MAX_BLOCKS = 10;
 const CAUSE = attributesOf('nodejs.eventloop.block.cause');
 const NATIVE = '@sentry-internal/node-native-stacktrace';
-// GC pauses remembered (a ring): enough to cover the blocks of an interval.
-const GC_RING = 32;
 // The longest the main thread answers a capture begun as the process exits (see #shut()).
 const GATE_MS = 100;
 
@@ -115,13 +113,8 @@ class BlockersSampler {
   #onExit = () => this.#shut();
   // performance.now() (ms) to hrtime (ns): both count from the same monotonic clock.
   #offsetNs = 0;
-  // GC pauses: start (hrtime ns), duration (ns), kind; a ring.
-  #gcStart = new Float64Array(GC_RING);
-  #gcDuration = new Float64Array(GC_RING);
-  #gcKind = new Uint8Array(GC_RING);
-  #gcAt = 0;
-  /** @type {import('perf_hooks').PerformanceObserver | null} */
-  #observer = null;
+  /** @type {import('./gc').GcPauses | null} V8's GC pauses (gc.js) */
+  #gc = null;
   /** @type {import('./requests').Requests | null} what a block's route is read from */
   #requests = null;
 
@@ -227,19 +220,10 @@ class BlockersSampler {
     this.#unobserve();
   }
 
-  /** GC pauses (V8's gc entries) into their ring, and requests (requests.js): what a block is matched with. */
+  /** GC pauses (gc.js) and requests (requests.js): what a block is matched with. */
   #observe() {
-    const { PerformanceObserver } = require('perf_hooks');
-    this.#observer = new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) {
-        const i = this.#gcAt++ % GC_RING;
-        this.#gcStart[i] = this.#offsetNs + e.startTime * 1e6;
-        this.#gcDuration[i] = e.duration * 1e6;
-        const d = /** @type {any} */ (e).detail;
-        this.#gcKind[i] = d && typeof d.kind === 'number' ? d.kind : 0;
-      }
-    });
-    this.#observer.observe({ entryTypes: ['gc'] });
+    const { GcPauses } = require('./gc');
+    this.#gc = new GcPauses(this.#offsetNs);
     const { Requests } = require('./requests');
     this.#requests = new Requests();
   }
@@ -256,8 +240,8 @@ class BlockersSampler {
   }
 
   #unobserve() {
-    if (this.#observer) this.#observer.disconnect();
-    this.#observer = null;
+    if (this.#gc) this.#gc.close();
+    this.#gc = null;
     if (this.#requests) this.#requests.close();
     this.#requests = null;
   }
@@ -310,34 +294,14 @@ class BlockersSampler {
     const start = Number(m.startNs);
     const end = Number(m.endNs);
     const durationNs = Math.max(1, end - start);
-    // V8's full collections inside the block (mark-compact, its incremental steps, weak
-    // callbacks): its GC share (the stack sample answered after a pause was weighted with it: the
-    // code's shares give it back). Scavenges stay with the code that allocated (a parser's
-    // strings can cost it most of its time in them): their share is said, not taken out.
-    let gcNs = 0;
-    let minorNs = 0;
-    let longest = 0;
-    let kind = 0;
-    const minor = require('perf_hooks').constants.NODE_PERFORMANCE_GC_MINOR;
-    for (let i = 0; i < GC_RING && i < this.#gcAt; i++) {
-      const a = Math.max(start, this.#gcStart[i]);
-      const b = Math.min(end, this.#gcStart[i] + this.#gcDuration[i]);
-      if (b <= a) continue;
-      if (this.#gcKind[i] === minor) {
-        minorNs += b - a;
-        continue;
-      }
-      gcNs += b - a;
-      if (b - a > longest) {
-        longest = b - a;
-        kind = this.#gcKind[i];
-      }
-    }
+    // V8's full collections inside the block: its GC share (the stack sample answered after a
+    // pause was weighted with it: the code's shares give it back); scavenges said, not taken out.
+    const { gcNs, minorNs, kind } = this.#gc ? this.#gc.within(start, end) : { gcNs: 0, minorNs: 0, kind: null };
     const gcShare = Math.min(1, gcNs / durationNs);
     const code = 1 - gcShare;
     return {
       startedMs: m.startedMs, durationSeconds: m.durationMs / 1000, ranSeconds: m.ranMs / 1000, capturedSeconds: m.capturedMs / 1000,
-      samples: m.samples, gcShare, gcKind: gcShare > 0 ? gcKindName(kind) : null, scavengeShare: Math.min(1, minorNs / durationNs),
+      samples: m.samples, gcShare, gcKind: gcShare > 0 ? kind : null, scavengeShare: Math.min(1, minorNs / durationNs),
       route: this.#requests ? this.#requests.route(m.via, Number(m.firstNs)) : null,
       blockers: m.blockers.map((x) => ({ ...x, share: x.share * code })),
       uncaptured: m.samples > 0 || gcShare > 0.5 ? null : m.uncaptured || null,
@@ -450,16 +414,6 @@ class BlockersSampler {
     this.#sched = null;
     this.#stop();
   }
-}
-
-/** perf_hooks' GC kind (entry.detail.kind) by OpenTelemetry's v8js.gc.type names. */
-function gcKindName(kind) {
-  const c = require('perf_hooks').constants;
-  if (kind === c.NODE_PERFORMANCE_GC_MAJOR) return 'major';
-  if (kind === c.NODE_PERFORMANCE_GC_MINOR) return 'minor';
-  if (kind === c.NODE_PERFORMANCE_GC_INCREMENTAL) return 'incremental';
-  if (kind === c.NODE_PERFORMANCE_GC_WEAKCB) return 'weakcb';
-  return 'other';
 }
 
 /**
