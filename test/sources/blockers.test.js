@@ -150,6 +150,19 @@ describe('sources/blockers', function () {
       }
     });
 
+    it('a native capture that cannot load: no warning (the user did not ask for it), details say why from the first block, the app goes on', async () => {
+      const r = await runNode(['--require', REGISTER, APP], {
+        env: { UVSCOPE_INTERVAL_MS: '3600000', UVSCOPE_EXPORTERS: 'none', FIXTURE_SCENARIO: 'twice', SENTRY_STACK_TRACE_BINARY_PATH: path.join(FIXTURES, 'no-such-binary.node') },
+        timeoutMs: 30000,
+      });
+      assert.equal(r.code, 0, r.stderr);
+      assert.doesNotMatch(r.stderr, /UVSCOPE_BLOCKERS_UNAVAILABLE|UVSCOPE_INTERNAL_ERROR/);
+      const { details } = lastJson(r.stdout);
+      assert.equal(details.capturing, false);
+      assert.equal(details.armed, false);
+      assert.match(details.unavailable, /native stack capture/);
+    });
+
     for (const scenario of ['busy', 'chain', 'short']) {
       it(`the healthy twin "${scenario}" never starts it: not armed, no thread more than with it off`, async () => {
         const [auto, off] = await Promise.all([run(scenario, { UVSCOPE_BLOCKERS: null }), run(scenario, { UVSCOPE_BLOCKERS: 'off' })]);

@@ -137,7 +137,8 @@ class BlockersSampler {
       return;
     }
     const why = unavailable();
-    if (why) return void this.#fail(why);
+    // auto (the default) says why in details only: a platform without it is no fault of the app's.
+    if (why) return void this.#fail(why, options.mode !== 'on');
     // auto: nothing runs until a block (sample(), arming.js); on: from now.
     if (options.mode === 'on') return void this.#start();
     const { Arming } = require('./arming');
@@ -151,7 +152,7 @@ class BlockersSampler {
   #start() {
     const options = this.#options;
     const loaded = loadNative();
-    if ('why' in loaded) return void this.#fail(loaded.why);
+    if ('why' in loaded) return void this.#fail(loaded.why, options.mode !== 'on');
     try {
       const fs = require('fs');
       const tid = fs.readlinkSync('/proc/thread-self').split('/').pop();
@@ -228,11 +229,15 @@ class BlockersSampler {
     this.#requests = new Requests();
   }
 
-  #fail(why) {
+  /**
+   * @param {string} why
+   * @param {boolean} [quiet] no warning (details say why)
+   */
+  #fail(why, quiet = false) {
     this.#unavailable = why;
     this.#ready = false;
     this.#arming = null;
-    warnOnce(WARNINGS.BLOCKERS_UNAVAILABLE, `uvscope: what blocks the event loop cannot be captured: ${why}; everything else goes on`);
+    if (!quiet) warnOnce(WARNINGS.BLOCKERS_UNAVAILABLE, `uvscope: what blocks the event loop cannot be captured: ${why}; everything else goes on`);
     const worker = this.#worker;
     this.#worker = null;
     if (worker) worker.terminate().catch(() => {});
