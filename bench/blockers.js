@@ -1,7 +1,8 @@
 'use strict';
 
 // The blockers capture's cost (lib/sources/blockers/), in three variants run side by side in one
-// run: without uvscope, the agent with UVSCOPE_BLOCKERS=off, the agent with it on (the default).
+// run: without uvscope, the agent with UVSCOPE_BLOCKERS=off, with it on (always running), with it
+// auto (the default: started by the first block, so not during the idle and healthy phases).
 //
 //   node bench/blockers.js [--rounds 3] [--duration 4] [--rate 1000] [--connections 10]
 //
@@ -10,7 +11,7 @@
 // - healthy: CPU per request at a fixed rate (autocannon's overallRate) on /, no block;
 // - blocking: the same load plus a /block request (a 150 ms spin in its handler) every 500 ms,
 //   each one a captured block where the capture is on: CPU per request, and the requests' p99;
-// - RSS at the end (the watchdog's isolate).
+// - RSS after the healthy phase (auto: not started yet) and at the end (the watchdog's isolate).
 // CPU is /proc/<pid>/task/*/schedstat summed. The variants load the machine alike (same rate at
 // the same time), so what else runs on it hits all three. Bounded: rounds x (2 x duration +
 // ~4 s); a watchdog aborts 30 s past that.
@@ -33,6 +34,7 @@ const VARIANTS = [
   { name: 'without', env: null },
   { name: 'blockers off', env: { UVSCOPE_BLOCKERS: 'off' } },
   { name: 'blockers on', env: { UVSCOPE_BLOCKERS: 'on' } },
+  { name: 'blockers auto', env: { UVSCOPE_BLOCKERS: 'auto' } },
 ];
 
 function parseArgs(argv) {
@@ -92,6 +94,7 @@ async function runRound(opts) {
       return servers.map(() => null);
     });
     const healthy = await measured(servers, () => Promise.all(servers.map(({ port }) => load(port, opts, opts.duration))));
+    const healthyRss = servers.map(({ child }) => rssMb(child.pid));
     const blocking = await measured(servers, async () => {
       const blockers = servers.map(({ port }) => blocker(port));
       const r = await Promise.all(servers.map(({ port }) => load(port, opts, opts.duration)));
@@ -104,6 +107,7 @@ async function runRound(opts) {
       blockingUs: (blocking[i].cpu / blocking[i].r.requests.total) * 1e6,
       blockingP99: blocking[i].r.latency.p99,
       blocks: blocking[i].r.blocks,
+      healthyRssMb: healthyRss[i],
       rssMb: rssMb(child.pid),
       problems: healthy[i].r.errors + healthy[i].r.timeouts + blocking[i].r.errors + blocking[i].r.timeouts,
     }));
@@ -130,13 +134,14 @@ async function main() {
       if (x.problems) throw new Error(`${VARIANTS[i].name}: ${x.problems} errors`);
       rows[i].push(x);
     });
-    console.log(`round ${round + 1}: ${r.map((x, i) => `${VARIANTS[i].name}: idle ${x.idleMsPerS.toFixed(2)} ms/s, healthy ${x.healthyUs.toFixed(1)} µs/req, blocking ${x.blockingUs.toFixed(1)} µs/req (p99 ${x.blockingP99} ms, ${x.blocks} blocks), RSS ${x.rssMb.toFixed(1)} MB`).join('; ')}`);
+    console.log(`round ${round + 1}: ${r.map((x, i) => `${VARIANTS[i].name}: idle ${x.idleMsPerS.toFixed(2)} ms/s, healthy ${x.healthyUs.toFixed(1)} µs/req, blocking ${x.blockingUs.toFixed(1)} µs/req (p99 ${x.blockingP99} ms, ${x.blocks} blocks), RSS ${x.healthyRssMb.toFixed(1)} MB healthy, ${x.rssMb.toFixed(1)} MB at the end`).join('; ')}`);
   }
   const m = (i, k) => median(rows[i].map((x) => x[k]));
   const ratio = (k, a, b) => median(rows[a].map((x, round) => x[k] / rows[b][round][k])).toFixed(3);
   for (const [i, v] of VARIANTS.entries()) {
-    console.log(`median ${v.name}: idle ${m(i, 'idleMsPerS').toFixed(2)} ms/s, healthy ${m(i, 'healthyUs').toFixed(1)} µs/req, blocking ${m(i, 'blockingUs').toFixed(1)} µs/req (p99 ${m(i, 'blockingP99')} ms), RSS ${m(i, 'rssMb').toFixed(1)} MB`);
+    console.log(`median ${v.name}: idle ${m(i, 'idleMsPerS').toFixed(2)} ms/s, healthy ${m(i, 'healthyUs').toFixed(1)} µs/req, blocking ${m(i, 'blockingUs').toFixed(1)} µs/req (p99 ${m(i, 'blockingP99')} ms), RSS ${m(i, 'healthyRssMb').toFixed(1)} MB healthy, ${m(i, 'rssMb').toFixed(1)} MB at the end`);
   }
+  console.log(`median ratios, auto / off: healthy ${ratio('healthyUs', 3, 1)}, blocking ${ratio('blockingUs', 3, 1)}, idle ${ratio('idleMsPerS', 3, 1)}; RSS healthy auto - off ${(m(3, 'healthyRssMb') - m(1, 'healthyRssMb')).toFixed(1)} MB, on - off ${(m(2, 'healthyRssMb') - m(1, 'healthyRssMb')).toFixed(1)} MB; idle auto - off: ${((m(3, 'idleMsPerS') - m(1, 'idleMsPerS')) * 60).toFixed(0)} ms of CPU a minute`);
   console.log(`median ratios, on / off: healthy ${ratio('healthyUs', 2, 1)}, blocking ${ratio('blockingUs', 2, 1)}, idle ${ratio('idleMsPerS', 2, 1)}; off / without: healthy ${ratio('healthyUs', 1, 0)}; idle on - off: ${((m(2, 'idleMsPerS') - m(1, 'idleMsPerS')) * 60).toFixed(0)} ms of CPU a minute`);
 }
 

@@ -27,6 +27,7 @@ function countResources() {
  */
 function samplePoints(samplers, tick) {
   const points = [];
+  tick.points = points;
   // Index loops over the samplers too (here and below): no iterator result per sampler.
   for (let s = 0; s < samplers.length; s++) {
     const sampler = samplers[s];

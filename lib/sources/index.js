@@ -12,6 +12,8 @@
  * @typedef {object} Tick
  * @property {Map<string, number>} resources process.getActiveResourcesInfo() counted by type
  *   (empty when the Node version lacks it or it failed)
+ * @property {RawPoint[]} [points] the points of the samplers sampled before this one in this tick
+ *   (the blockers source reads the event-loop source's delay.max there)
  */
 
 /**

@@ -251,4 +251,26 @@ describe('findings/eventloop-blocked: a real blocker named (a child process with
     assert.ok(f.summary.includes(`test/fixtures/blockers-app.js:${facts.spinLine}`), f.summary);
     assert.match(f.advice[0], /split its work into chunks that yield to the loop/);
   });
+
+  it('the same app by default (UVSCOPE_BLOCKERS=auto): the capture starts at the first spin; the finding says that one was not seen into and names spinFor from the later ones', async function () {
+    const path = require('path');
+    const { runNode, lastJson, REGISTER, FIXTURES } = require('../helpers/child');
+    const r = await runNode(['--require', REGISTER, path.join(FIXTURES, 'blockers-app.js')], {
+      env: { UVSCOPE_INTERVAL_MS: '10000', UVSCOPE_EXPORTERS: 'none', FIXTURE_SCENARIO: 'twice' },
+      timeoutMs: 30000,
+    });
+    assert.equal(r.code, 0, r.stderr);
+    const { findings, blocks, facts } = lastJson(r.stdout);
+    const f = findings.find((x) => x.id === 'eventloop-blocked');
+    assert.ok(f, JSON.stringify({ findings, blocks }));
+    const b = f.evidence.blockers;
+    const top = b.named[0];
+    assert.ok(['spinFor', '(anonymous)'].includes(top.appFrame.function), JSON.stringify(b));
+    assert.equal(top.appFrame.line, facts.spinLine, JSON.stringify(b));
+    assert.equal(top.route, 'GET /orders/:id');
+    // one of the four spins timed, not seen into: about a quarter of the blocked time
+    assert.ok(b.uncapturedShare > 0.1 && b.uncapturedShare < 0.5, JSON.stringify(b));
+    assert.match(f.summary, /no stack sample saw into \(the capture starts at the first block/, f.summary);
+    assert.ok(f.summary.includes(`test/fixtures/blockers-app.js:${facts.spinLine}`), f.summary);
+  });
 });

@@ -15,9 +15,12 @@ const APP = path.join(FIXTURES, 'blockers-app.js');
 const FILE = 'test/fixtures/blockers-app.js';
 const linux = process.platform === 'linux';
 
+// env: a null value leaves the variable unset (the default).
 async function run(scenario, env = {}) {
+  const all = { UVSCOPE_INTERVAL_MS: '3600000', UVSCOPE_EXPORTERS: 'none', UVSCOPE_BLOCKERS: 'on', FIXTURE_SCENARIO: scenario, ...env };
+  for (const k of Object.keys(all)) if (all[k] === null) delete all[k];
   const r = await runNode(['--expose-gc', '--require', REGISTER, APP], {
-    env: { UVSCOPE_INTERVAL_MS: '3600000', UVSCOPE_EXPORTERS: 'none', UVSCOPE_BLOCKERS: 'on', FIXTURE_SCENARIO: scenario, ...env },
+    env: all,
     timeoutMs: 30000,
   });
   assert.equal(r.code, 0, `the app exits on its own, with 0: ${r.stderr}`);
@@ -106,19 +109,116 @@ describe('sources/blockers', function () {
     });
   }
 
-  it('an app that ends in a block ends at once: no capture holds its exit (the native capture waits up to 5 s for an interrupt)', async () => {
-    // Eight at once: without the gate about one run in four ends 5 s late (a run of this test
-    // without it: 5,049 ms for one of six).
-    const ends = await Promise.all(Array.from({ length: 8 }, async () => {
-      const r = await runNode(['--require', REGISTER, path.join(FIXTURES, 'blockers-end.js')], {
-        env: { UVSCOPE_INTERVAL_MS: '3600000', UVSCOPE_EXPORTERS: 'none', UVSCOPE_BLOCKERS: 'on' },
+  for (const mode of ['on', 'auto']) {
+    it(`an app that ends in a block ends at once (${mode}): no capture holds its exit (the native capture waits up to 5 s for an interrupt)`, async () => {
+      // Eight at once: without the gate about one run in four ends 5 s late (a run of this test
+      // without it: 5,049 ms for one of six). auto: the default, armed by a first block before.
+      const env = mode === 'on' ? { UVSCOPE_BLOCKERS: 'on' } : { FIXTURE_ARM: '1' };
+      const runs = await Promise.all(Array.from({ length: 8 }, async () => {
+        const r = await runNode(['--require', REGISTER, path.join(FIXTURES, 'blockers-end.js')], {
+          env: { UVSCOPE_INTERVAL_MS: '3600000', UVSCOPE_EXPORTERS: 'none', ...env },
+          timeoutMs: 30000,
+        });
+        const closedAt = Date.now();
+        assert.equal(r.code, 0, r.stderr);
+        return { ms: closedAt - lastJson(r.stdout).exitAt, armed: lastJson(r.stdout).armed };
+      }));
+      if (mode === 'auto') assert.deepEqual(runs.map((x) => x.armed), Array(8).fill(true));
+      const ends = runs.map((x) => x.ms);
+      assert.ok(Math.max(...ends) < 2500, `ended ${ends.join(', ')} ms after its exit event`);
+    });
+  }
+
+  describe('by default (auto): the capture starts at the first block', () => {
+    it('400 ms spins in GET /orders/:id: the first timed and said not seen into, the later ones named at their line', async () => {
+      const { details, blocks, facts } = await run('twice', { UVSCOPE_BLOCKERS: null });
+      assert.equal(details.mode, 'auto');
+      assert.equal(details.armed, true);
+      assert.equal(details.armings, 1);
+      const mine = blocks.filter((b) => b.startedMs + b.durationSeconds * 1000 > facts.t0);
+      // the first: timed (the loop's delay) with no samples, and why
+      assert.equal(mine[0].samples, 0, show(mine));
+      assert.ok(mine[0].durationSeconds > 0.3 && mine[0].durationSeconds < 2, show(mine));
+      assert.match(mine[0].uncaptured, /capture starts at the first block/);
+      // the three after it: named
+      const named = mine.slice(1);
+      assert.equal(named.length, 3, show(mine));
+      for (const b of named) {
+        assert.equal(b.route, 'GET /orders/:id', show(mine));
+        assert.equal(b.blockers[0].frame.file, FILE, show(mine));
+        assert.equal(b.blockers[0].frame.line, facts.spinLine, show(mine));
+      }
+    });
+
+    it('a native capture that cannot load: no warning (the user did not ask for it), details say why from the first block, the app goes on', async () => {
+      const r = await runNode(['--require', REGISTER, APP], {
+        env: { UVSCOPE_INTERVAL_MS: '3600000', UVSCOPE_EXPORTERS: 'none', FIXTURE_SCENARIO: 'twice', SENTRY_STACK_TRACE_BINARY_PATH: path.join(FIXTURES, 'no-such-binary.node') },
         timeoutMs: 30000,
       });
-      const closedAt = Date.now();
       assert.equal(r.code, 0, r.stderr);
-      return closedAt - lastJson(r.stdout).exitAt;
-    }));
-    assert.ok(Math.max(...ends) < 2500, `ended ${ends.join(', ')} ms after its exit event`);
+      assert.doesNotMatch(r.stderr, /UVSCOPE_BLOCKERS_UNAVAILABLE|UVSCOPE_INTERNAL_ERROR/);
+      const { details } = lastJson(r.stdout);
+      assert.equal(details.capturing, false);
+      assert.equal(details.armed, false);
+      assert.match(details.unavailable, /native stack capture/);
+    });
+
+    for (const scenario of ['busy', 'chain', 'short']) {
+      it(`the healthy twin "${scenario}" never starts it: not armed, no thread more than with it off`, async () => {
+        const [auto, off] = await Promise.all([run(scenario, { UVSCOPE_BLOCKERS: null }), run(scenario, { UVSCOPE_BLOCKERS: 'off' })]);
+        assert.equal(auto.details.capturing, true, auto.details.unavailable);
+        assert.equal(auto.details.armed, false);
+        assert.equal(auto.details.armings, 0);
+        assert.deepEqual(auto.blocks, []);
+        assert.equal(auto.facts.threads, off.facts.threads);
+      });
+    }
+
+    it('starts at a block, stops after the quiet period (the worker gone, its listeners removed), starts again', async () => {
+      const { createBlockersSampler } = require('../../lib/sources/blockers/capture');
+      const dc = require('diagnostics_channel');
+      const threads = () => require('fs').readdirSync('/proc/self/task').length;
+      const until = async (what, ms) => {
+        const end = Date.now() + ms;
+        while (!what() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+        return what();
+      };
+      const healthy = { resources: new Map(), points: [{ name: 'nodejs.eventloop.delay.max', attributes: {}, value: 0.05 }] };
+      const blocked = { resources: new Map(), points: [{ name: 'nodejs.eventloop.delay.max', attributes: {}, value: 0.25 }] };
+      const base = threads();
+      const sampler = createBlockersSampler({ mode: 'auto', thresholdMs: 100, quietMs: 300 });
+      try {
+        sampler.sample(healthy);
+        assert.equal(sampler.details().armed, false);
+        assert.equal(threads(), base);
+        assert.equal(dc.hasSubscribers('http.server.request.start'), false);
+        sampler.endInterval();
+        sampler.sample(blocked);
+        const d = sampler.details();
+        assert.equal(d.armed, true);
+        assert.equal(d.blocks.length, 1);
+        assert.equal(d.blocks[0].durationSeconds, 0.25);
+        assert.ok(await until(() => sampler.details().ready, 10000), 'the watchdog started');
+        assert.equal(threads(), base + 1);
+        assert.equal(dc.hasSubscribers('http.server.request.start'), true);
+        sampler.endInterval();
+        sampler.sample(healthy); // within the quiet period
+        assert.equal(sampler.details().armed, true);
+        await new Promise((r) => setTimeout(r, 350));
+        sampler.sample(healthy);
+        assert.equal(sampler.details().armed, false);
+        assert.equal(dc.hasSubscribers('http.server.request.start'), false);
+        assert.ok(await until(() => threads() === base, 5000), `threads ${threads()}, ${base} before`);
+        sampler.endInterval();
+        sampler.sample(blocked);
+        assert.equal(sampler.details().armed, true);
+        assert.equal(sampler.details().armings, 2);
+        assert.ok(await until(() => sampler.details().ready, 10000), 'the watchdog started again');
+      } finally {
+        sampler.close();
+      }
+      assert.ok(await until(() => threads() === base, 5000), `threads ${threads()} after close, ${base} before`);
+    });
   });
 
   it('UVSCOPE_BLOCKERS=off starts no watchdog, and says so', async () => {
@@ -149,7 +249,7 @@ describe('sources/blockers', function () {
     process.emitWarning = (m, o) => warnings.push({ m: String(m), code: o && o.code });
     let sampler;
     try {
-      sampler = createBlockersSampler({ workerFile: path.join(FIXTURES, 'blockers-broken-worker.js') });
+      sampler = createBlockersSampler({ mode: 'on', workerFile: path.join(FIXTURES, 'blockers-broken-worker.js') });
       await new Promise((r) => setTimeout(r, 1000));
       const d = sampler.details();
       assert.equal(d.capturing, false);

@@ -1,7 +1,8 @@
 'use strict';
 
 // The main thread's side of the blockers source: registers the main thread with Sentry's native
-// stack capture (lazily, once), starts the watchdog worker (watchdog.js), answers its "arm"
+// stack capture (lazily, once), starts the watchdog worker (watchdog.js; at once when on, at the
+// first block when auto, stopped after a quiet period: arming.js), answers its "arm"
 // messages (the time, in a shared buffer: the callback that ran when it was posted has returned),
 // keeps the blocks it reports for the interval (bounded) and their durations in a histogram, and
 // gives each block its GC share (V8's gc entries that overlap it) and its route (the request
@@ -24,8 +25,6 @@ const { shortName } = require('./names');
 const MAX_BLOCKS = 10;
 const CAUSE = attributesOf('nodejs.eventloop.block.cause');
 const NATIVE = '@sentry-internal/node-native-stacktrace';
-// GC pauses remembered (a ring): enough to cover the blocks of an interval.
-const GC_RING = 32;
 // The longest the main thread answers a capture begun as the process exits (see #shut()).
 const GATE_MS = 100;
 
@@ -114,29 +113,46 @@ class BlockersSampler {
   #onExit = () => this.#shut();
   // performance.now() (ms) to hrtime (ns): both count from the same monotonic clock.
   #offsetNs = 0;
-  // GC pauses: start (hrtime ns), duration (ns), kind; a ring.
-  #gcStart = new Float64Array(GC_RING);
-  #gcDuration = new Float64Array(GC_RING);
-  #gcKind = new Uint8Array(GC_RING);
-  #gcAt = 0;
-  /** @type {import('perf_hooks').PerformanceObserver | null} */
-  #observer = null;
+  /** @type {import('./gc').GcPauses | null} V8's GC pauses (gc.js) */
+  #gc = null;
   /** @type {import('./requests').Requests | null} what a block's route is read from */
   #requests = null;
 
+  /** @type {any} the options the worker starts with */
+  #options;
+  /** @type {import('./arming').Arming | null} auto: when the capture runs */
+  #arming = null;
+  /** @type {{ read(): number[] | null, close(): void } | null} auto: the main thread's schedstat */
+  #sched = null;
+  #lastWaitNs = 0;
+
   /**
-   * @param {{ mode?: string, thresholdMs?: number, workerFile?: string, pollMs?: number, sampleMs?: number }} options
+   * @param {{ mode?: string, thresholdMs?: number, quietMs?: number, now?: () => number, workerFile?: string, pollMs?: number, sampleMs?: number }} options
    */
   constructor(options) {
     this.#thresholdMs = options.thresholdMs || 100;
+    this.#options = options;
     if (options.mode === 'off') {
-      this.#unavailable = 'the capture is off (UVSCOPE_BLOCKERS=on turns it on)';
+      this.#unavailable = 'the capture is off (UVSCOPE_BLOCKERS=auto or on turns it on)';
       return;
     }
     const why = unavailable();
-    if (why) return void this.#fail(why);
+    // auto (the default) says why in details only: a platform without it is no fault of the app's.
+    if (why) return void this.#fail(why, options.mode !== 'on');
+    // auto: nothing runs until a block (sample(), arming.js); on: from now.
+    if (options.mode === 'on') return void this.#start();
+    const { Arming } = require('./arming');
+    this.#arming = new Arming({ thresholdMs: this.#thresholdMs, quietMs: options.quietMs, now: options.now });
+    this.#sched = require('../schedstat').openSchedstat();
+    const first = this.#sched && this.#sched.read();
+    this.#lastWaitNs = first ? first[1] : 0;
+  }
+
+  /** The capture started: the native module, the watchdog worker, the GC observer, the request listener. */
+  #start() {
+    const options = this.#options;
     const loaded = loadNative();
-    if ('why' in loaded) return void this.#fail(loaded.why);
+    if ('why' in loaded) return void this.#fail(loaded.why, options.mode !== 'on');
     try {
       const fs = require('fs');
       const tid = fs.readlinkSync('/proc/thread-self').split('/').pop();
@@ -167,10 +183,14 @@ class BlockersSampler {
         stderr: false,
         resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
       });
-      worker.on('message', (m) => this.#onMessage(m));
-      worker.on('error', (err) => this.#fail(`the watchdog thread failed: ${err && err.message}`));
+      worker.on('message', (m) => {
+        if (this.#worker === worker) this.#onMessage(m);
+      });
+      worker.on('error', (err) => {
+        if (this.#worker === worker) this.#fail(`the watchdog thread failed: ${err && err.message}`);
+      });
       worker.on('exit', () => {
-        if (this.#worker) this.#fail('the watchdog thread exited');
+        if (this.#worker === worker) this.#fail('the watchdog thread exited');
       });
       // After the listeners: adding one refs the worker again.
       worker.unref();
@@ -182,27 +202,42 @@ class BlockersSampler {
     }
   }
 
-  /** GC pauses (V8's gc entries) into their ring, and requests (requests.js): what a block is matched with. */
+  /**
+   * The capture stopped (auto, after the quiet period; close()): the worker terminated, the
+   * observer disconnected, the listeners removed, so their memory can return.
+   */
+  #stop() {
+    this.#shut();
+    process.removeListener('exit', this.#onExit);
+    const worker = this.#worker;
+    this.#worker = null;
+    this.#ready = false;
+    this.#answer = null;
+    this.#gate = null;
+    if (worker) {
+      worker.postMessage('close');
+      worker.terminate().catch(() => {});
+    }
+    this.#unobserve();
+  }
+
+  /** GC pauses (gc.js) and requests (requests.js): what a block is matched with. */
   #observe() {
-    const { PerformanceObserver } = require('perf_hooks');
-    this.#observer = new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) {
-        const i = this.#gcAt++ % GC_RING;
-        this.#gcStart[i] = this.#offsetNs + e.startTime * 1e6;
-        this.#gcDuration[i] = e.duration * 1e6;
-        const d = /** @type {any} */ (e).detail;
-        this.#gcKind[i] = d && typeof d.kind === 'number' ? d.kind : 0;
-      }
-    });
-    this.#observer.observe({ entryTypes: ['gc'] });
+    const { GcPauses } = require('./gc');
+    this.#gc = new GcPauses(this.#offsetNs);
     const { Requests } = require('./requests');
     this.#requests = new Requests();
   }
 
-  #fail(why) {
+  /**
+   * @param {string} why
+   * @param {boolean} [quiet] no warning (details say why)
+   */
+  #fail(why, quiet = false) {
     this.#unavailable = why;
     this.#ready = false;
-    warnOnce(WARNINGS.BLOCKERS_UNAVAILABLE, `uvscope: what blocks the event loop cannot be captured: ${why}; everything else goes on`);
+    this.#arming = null;
+    if (!quiet) warnOnce(WARNINGS.BLOCKERS_UNAVAILABLE, `uvscope: what blocks the event loop cannot be captured: ${why}; everything else goes on`);
     const worker = this.#worker;
     this.#worker = null;
     if (worker) worker.terminate().catch(() => {});
@@ -210,8 +245,8 @@ class BlockersSampler {
   }
 
   #unobserve() {
-    if (this.#observer) this.#observer.disconnect();
-    this.#observer = null;
+    if (this.#gc) this.#gc.close();
+    this.#gc = null;
     if (this.#requests) this.#requests.close();
     this.#requests = null;
   }
@@ -264,34 +299,14 @@ class BlockersSampler {
     const start = Number(m.startNs);
     const end = Number(m.endNs);
     const durationNs = Math.max(1, end - start);
-    // V8's full collections inside the block (mark-compact, its incremental steps, weak
-    // callbacks): its GC share (the stack sample answered after a pause was weighted with it: the
-    // code's shares give it back). Scavenges stay with the code that allocated (a parser's
-    // strings can cost it most of its time in them): their share is said, not taken out.
-    let gcNs = 0;
-    let minorNs = 0;
-    let longest = 0;
-    let kind = 0;
-    const minor = require('perf_hooks').constants.NODE_PERFORMANCE_GC_MINOR;
-    for (let i = 0; i < GC_RING && i < this.#gcAt; i++) {
-      const a = Math.max(start, this.#gcStart[i]);
-      const b = Math.min(end, this.#gcStart[i] + this.#gcDuration[i]);
-      if (b <= a) continue;
-      if (this.#gcKind[i] === minor) {
-        minorNs += b - a;
-        continue;
-      }
-      gcNs += b - a;
-      if (b - a > longest) {
-        longest = b - a;
-        kind = this.#gcKind[i];
-      }
-    }
+    // V8's full collections inside the block: its GC share (the stack sample answered after a
+    // pause was weighted with it: the code's shares give it back); scavenges said, not taken out.
+    const { gcNs, minorNs, kind } = this.#gc ? this.#gc.within(start, end) : { gcNs: 0, minorNs: 0, kind: null };
     const gcShare = Math.min(1, gcNs / durationNs);
     const code = 1 - gcShare;
     return {
       startedMs: m.startedMs, durationSeconds: m.durationMs / 1000, ranSeconds: m.ranMs / 1000, capturedSeconds: m.capturedMs / 1000,
-      samples: m.samples, gcShare, gcKind: gcShare > 0 ? gcKindName(kind) : null, scavengeShare: Math.min(1, minorNs / durationNs),
+      samples: m.samples, gcShare, gcKind: gcShare > 0 ? kind : null, scavengeShare: Math.min(1, minorNs / durationNs),
       route: this.#requests ? this.#requests.route(m.via, Number(m.firstNs)) : null,
       blockers: m.blockers.map((x) => ({ ...x, share: x.share * code })),
       uncaptured: m.samples > 0 || gcShare > 0.5 ? null : m.uncaptured || null,
@@ -314,14 +329,45 @@ class BlockersSampler {
     if (blocks[min].durationSeconds < block.durationSeconds) blocks[min] = block;
   }
 
-  /** @returns {import('../index').RawPoint[]} */
-  sample() {
+  /**
+   * @param {import('../index').Tick} [tick]
+   * @returns {import('../index').RawPoint[]}
+   */
+  sample(tick) {
+    const before = this.#blocks.length + this.#dropped;
     this.#settle();
+    if (this.#arming) this.#consider(tick, this.#blocks.length + this.#dropped > before);
     const out = [];
     for (const [cause, h] of this.#histograms) {
       if (h.count > 0) out.push({ name: 'nodejs.eventloop.block.duration', attributes: CAUSE(cause), histogram: h.snapshot() });
     }
     return out;
+  }
+
+  /**
+   * auto: the capture starts at the first interval whose loop delay reached the threshold (that
+   * block timed, not seen into: a block without samples, which the findings word as such) and
+   * stops after the quiet period without one (arming.js).
+   */
+  #consider(tick, blocked) {
+    const { loopDelayMax } = require('./arming');
+    const late = loopDelayMax(tick);
+    // Less the time the main thread waited for a CPU in the interval, as the event-loop source's
+    // blockedOnCpuMaxSeconds (what eventloop-blocked counts): a loaded host is not a block.
+    const now = this.#sched && this.#sched.read();
+    const waited = now ? Math.max(0, now[1] - this.#lastWaitNs) / 1e9 : 0;
+    if (now) this.#lastWaitNs = now[1];
+    const delay = Math.max(0, late - waited);
+    const arming = /** @type {import('./arming').Arming} */ (this.#arming);
+    const what = arming.consider(delay, blocked);
+    if (what === 'stop') return void this.#stop();
+    if (what !== 'start') return;
+    this.#blocks.push({
+      startedMs: Date.now() - late * 1000, durationSeconds: late, ranSeconds: delay, capturedSeconds: 0, samples: 0,
+      gcShare: 0, gcKind: null, scavengeShare: 0, route: null, blockers: [], heap: null,
+      uncaptured: 'the capture starts at the first block: the blocks of that interval were timed, not seen into',
+    });
+    this.#start();
   }
 
   /**
@@ -332,6 +378,10 @@ class BlockersSampler {
     this.#settle();
     return {
       capturing: this.#unavailable === null,
+      // auto: whether the capture runs now (it starts at the first block), how often it started
+      mode: this.#options.mode || 'auto',
+      armed: this.#unavailable === null && this.#worker !== null,
+      armings: this.#arming ? this.#arming.armings : this.#worker ? 1 : 0,
       ready: this.#ready,
       unavailable: this.#unavailable,
       thresholdSeconds: this.#thresholdMs / 1000,
@@ -363,31 +413,18 @@ class BlockersSampler {
   }
 
   close() {
-    this.#shut();
-    process.removeListener('exit', this.#onExit);
-    const worker = this.#worker;
-    this.#worker = null;
-    if (worker) {
-      worker.postMessage('close');
-      worker.terminate().catch(() => {});
-    }
-    this.#unobserve();
+    if (this.#arming) this.#arming.armed = false;
+    this.#arming = null;
+    if (this.#sched) this.#sched.close();
+    this.#sched = null;
+    this.#stop();
   }
 }
 
-/** perf_hooks' GC kind (entry.detail.kind) by OpenTelemetry's v8js.gc.type names. */
-function gcKindName(kind) {
-  const c = require('perf_hooks').constants;
-  if (kind === c.NODE_PERFORMANCE_GC_MAJOR) return 'major';
-  if (kind === c.NODE_PERFORMANCE_GC_MINOR) return 'minor';
-  if (kind === c.NODE_PERFORMANCE_GC_INCREMENTAL) return 'incremental';
-  if (kind === c.NODE_PERFORMANCE_GC_WEAKCB) return 'weakcb';
-  return 'other';
-}
-
 /**
- * The blockers sampler (see BlockersSampler); its watchdog starts at once.
- * @param {{ mode?: string, thresholdMs?: number, workerFile?: string, pollMs?: number, sampleMs?: number }} [options]
+ * The blockers sampler (see BlockersSampler); its watchdog starts at once (mode on), at the first
+ * block (auto, the default) or never (off).
+ * @param {{ mode?: string, thresholdMs?: number, quietMs?: number, now?: () => number, workerFile?: string, pollMs?: number, sampleMs?: number }} [options]
  * @returns {BlockersSampler}
  */
 function createBlockersSampler(options = {}) {

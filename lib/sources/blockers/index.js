@@ -3,7 +3,8 @@
 // The blockers source: what blocked the event loop (issue 32). A watchdog worker thread notices a
 // block from the kernel's account of the main thread and, while it lasts, samples the main
 // thread's stack with Sentry's native capture (an optional dependency); nothing runs on the main
-// thread while the loop is healthy. This file declares it (settings, metrics) and creates it;
+// thread while the loop is healthy; by default (auto) it starts at the first block and stops after
+// a quiet period (arming.js). This file declares it (settings, metrics) and creates it;
 // capture.js (main thread), watchdog.js (the worker) and summary.js (stack samples reduced to
 // their blockers) do the work. Its cost: bench/blockers.js, bench/blockers-stop.js.
 
@@ -11,7 +12,7 @@ const { setting } = require('../../core/setting');
 const { parseOneOf, parseInteger } = require('../../settings/parsers');
 
 const SETTINGS = Object.freeze([
-  setting('blockers.mode', 'UVSCOPE_BLOCKERS', parseOneOf(['on', 'off']), 'on or off', { default: 'off', doc: 'the capture of what blocked the event loop: a watchdog thread reads the main thread\'s CPU time in /proc and, while a block lasts, samples its JavaScript stack (Sentry\'s native capture; each sample stops the main thread about 0.1 ms); Linux. Off by default: its worker thread costs +10 MB of RSS on Node 20, +18 MB on Node 24 (docs/cost.md)' }),
+  setting('blockers.mode', 'UVSCOPE_BLOCKERS', parseOneOf(['auto', 'on', 'off']), 'auto, on or off', { default: 'auto', doc: 'the capture of what blocked the event loop: a watchdog thread reads the main thread\'s CPU time in /proc and, while a block lasts, samples its JavaScript stack (Sentry\'s native capture; each sample stops the main thread about 0.1 ms); Linux. auto (the default): nothing of it runs until an interval\'s event-loop delay reaches the threshold; then it starts (the blocks of that interval are timed, not seen into) and stops after 10 minutes without a block, its worker\'s memory (+10 MB of RSS on Node 20, +18 MB on Node 24, docs/cost.md) returned. on: always running; off: never' }),
   setting('blockers.thresholdMs', 'UVSCOPE_BLOCKERS_THRESHOLD_MS', parseInteger(20, 60000), 'an integer number of milliseconds from 20 to 60000 (a block at least this long is captured)', { default: 100 }),
 ]);
 
