@@ -63,7 +63,7 @@ describe('metrics: the catalog reaches every exporter', function () {
         UVSCOPE_INTERVAL_MS: '200',
         // Armed from the start: the app's lookup is a threadpool job (nodejs.uv.threadpool.job.duration).
         UVSCOPE_TRACER: 'on',
-        // The capture of what blocked the loop (off by default): nodejs.eventloop.block.duration.
+        // The capture of what blocked the loop from the start (not at the first block): nodejs.eventloop.block.duration.
         UVSCOPE_BLOCKERS: 'on',
         // A bad value: counted in uvscope.errors{component="options"}.
         UVSCOPE_DNS_MAX_NAMES: 'lots',
