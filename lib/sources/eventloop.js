@@ -15,7 +15,7 @@ const MODE_ATTRIBUTES = attributesOf('nodejs.eventloop.delay.mode');
 /** @type {readonly import('./metric-def').MetricDef[]} */
 const METRICS = Object.freeze([
   metricDef('nodejs.eventloop.delay', 'histogram', 's', [],
-    'Event-loop delay: how late a timer fired, every 10 ms while the loop is busy (a native timer, monitorEventLoopDelay), every 100 ms while it is quiet (then the longer of that and the time the loop was busy since the last firing, when it woke at most 8 times; a firing counts as 10 samples).',
+    'Event-loop delay: how late a timer fired, every 10 ms while the loop is busy (a native timer, monitorEventLoopDelay), every 100 ms while it is quiet and every second (read at each sample) while it is idle (then the longer of that and the time the loop was busy since the last firing, when it woke at most 8 times; a firing counts as one sample per 10 ms of its period).',
     EVENTLOOP_BUCKETS, {
       ...RUNTIME,
       intervalGauges: Object.freeze(['min', 'max', 'mean', 'p50', 'p90', 'p99'].map((s) => `nodejs.eventloop.delay.${s}`)),
@@ -98,7 +98,7 @@ class EventLoopSampler {
     this.#lastSched = this.#sched ? this.#sched.read() : null;
   }
 
-  /** The timer's current period in milliseconds (10 busy, 100 quiet). */
+  /** The timer's current period in milliseconds (10 busy, 100 quiet, 1000 idle). */
   get timerPeriodMs() {
     return this.#timer.periodMs;
   }
@@ -122,6 +122,7 @@ class EventLoopSampler {
         { name: 'nodejs.eventloop.events.waiting', attributes: NO_ATTRIBUTES, value: uv.eventsWaiting },
       );
     }
+    this.#timer.flush(); // a long period's reading so far, into this interval
     this.#sampleDelay(out);
     if (this.#histogram.count > 0) {
       out.push({ name: 'nodejs.eventloop.delay', attributes: NO_ATTRIBUTES, histogram: this.#histogram.snapshot() });
