@@ -19,10 +19,10 @@
 //   period (an upper bound too loose).
 // It starts fine. Fine turns coarse after a second with at most QUIET_WAKEUPS_PER_S wake-ups
 // besides its own and at most QUIET_BUSY of the time busy. Coarse turns long (LONG_MS, 1 s) after
-// a second whose wake-ups besides its own were at most MAX_WAKEUPS and whose busy time was at most
-// one fine period: an idle app's, whose few wake-ups are the agent's sample and the like. A long
-// period reads the same way, and since its busy time is at most one fine period it errs by less
-// than the resolution; one with more goes back to coarse. The sampler reads a long period at each
+// a second with at most LONG_WAKEUPS wake-ups besides its own and at most one fine period busy
+// (an idle app's, whose few wake-ups are the agent's sample and the like). A long period reads the
+// same way, and since its busy time is at most one fine period it errs by less than the
+// resolution; one with more, or with more than MAX_WAKEUPS wake-ups, goes back to coarse. The sampler reads a long period at each
 // sample (flush(): the period so far, then a new one from now), so a block is in the interval it
 // happened in, and with the agent's 1 s interval the long timer never fires: an idle process
 // wakes for the sample alone, not ten times a second (each wake-up costs ~0.1 ms of CPU). A
@@ -44,6 +44,9 @@ const { LatenessValues, LatenessUnion } = require('./eventloop-lateness');
 const FINE_MS = 10;
 const COARSE_MS = 100;
 const LONG_MS = 1000;
+// Others' wake-ups in a second of coarse firings at most, to turn long: half what a long period
+// may see (MAX_WAKEUPS), so an app woken about as often does not go back and forth.
+const LONG_WAKEUPS = 4;
 const WINDOW_MS = 1000;
 const QUIET_WAKEUPS_PER_S = 40;
 const QUIET_BUSY = 0.1;
@@ -288,10 +291,11 @@ class LoopTimer {
       this.#startFine(now);
       return false;
     }
-    this.#quietWakeups += wakeups;
+    // Beyond the iterations one wake-up of its own can take (ONE_WAKEUP): the others' wake-ups.
+    this.#quietWakeups += Math.max(0, wakeups - (ONE_WAKEUP - 1));
     this.#quietBusy += busy;
     if (now - this.#quietAt >= WINDOW_MS) {
-      const quiet = this.#longMs > this.#coarseMs && this.#quietWakeups <= MAX_WAKEUPS && this.#quietBusy <= this.#fineMs;
+      const quiet = this.#longMs > this.#coarseMs && this.#quietWakeups <= LONG_WAKEUPS && this.#quietBusy <= this.#fineMs;
       this.#quietAt = now;
       this.#quietWakeups = 0;
       this.#quietBusy = 0;

@@ -77,29 +77,41 @@ describe('samplers/eventloop: timer mode, quiet and busy periods', function () {
     assert.equal(sampler.timerPeriodMs, 100, 'quiet again for a second: 100 ms');
   });
 
-  it('idle: a quiet second at 100 ms turns it to 1 s, a sample reads the period so far (a block is in its own interval, in full) and the block turns it back to 100 ms', async function () {
+  it('idle: a quiet second at 100 ms turns it to 1 s, a sample reads the period so far (one sample per 10 ms; a block is in its own interval, in full) and the block turns it back to 100 ms', async function () {
     if (!hasLoopCount()) this.skip();
+    this.timeout(60000);
     sampler = createEventLoopSampler({ mode: 'timer' });
-    const until = Date.now() + 8000;
-    while (sampler.timerPeriodMs !== 1000 && Date.now() < until) await sleep(100);
-    assert.equal(sampler.timerPeriodMs, 1000, 'idle: a 1 s period');
+    // A fresh process wakes often (V8's compile and GC tasks): it turns long once that settles.
+    const long = async () => {
+      const until = Date.now() + 20000;
+      while (sampler.timerPeriodMs !== 1000 && Date.now() < until) await sleep(100);
+      assert.equal(sampler.timerPeriodMs, 1000, 'idle: a 1 s period');
+    };
+    const count = (points) => points.find((p) => p.name === 'nodejs.eventloop.delay').histogram.count;
+    // A long period read by a sample counts one sample per 10 ms of it, as a 10 ms timer would have
+    // taken. Where something else woke the loop in between (a loaded machine), it is 100 ms again:
+    // then wait for the next idle stretch.
+    let checked = false;
+    for (let attempt = 0; attempt < 5 && !checked; attempt++) {
+      await long();
+      const before = count(sampler.sample());
+      const t0 = performance.now();
+      await sleep(300);
+      if (sampler.timerPeriodMs !== 1000) continue;
+      const quiet = sampler.sample();
+      const ms = performance.now() - t0;
+      assert.ok(value(quiet, 'nodejs.eventloop.delay.max') < 0.02, `idle max ${value(quiet, 'nodejs.eventloop.delay.max')}`);
+      assert.ok(Math.abs(count(quiet) - before - ms / 10) <= 2, `${count(quiet) - before} samples in ${ms.toFixed(0)} ms`);
+      checked = true;
+    }
+    assert.ok(checked, 'five idle stretches of 300 ms all woken');
+    await long();
     sampler.sample();
-    const at = performance.now();
-    await sleep(300);
-    const quiet = sampler.sample();
-    assert.ok(value(quiet, 'nodejs.eventloop.delay.max') < 0.02, `idle max ${value(quiet, 'nodejs.eventloop.delay.max')}`);
-    // One sample per 10 ms of the interval, as a 10 ms timer would have taken (the long timer never fired).
-    const h0 = quiet.find((p) => p.name === 'nodejs.eventloop.delay').histogram.count;
-    sampler.sample();
-    const t1 = performance.now();
     await sleep(200);
     blockFor(100);
     await sleep(30); // the sample comes before the long timer is due
-    const blocked = sampler.sample();
-    const h1 = blocked.find((p) => p.name === 'nodejs.eventloop.delay').histogram.count;
-    const max = value(blocked, 'nodejs.eventloop.delay.max');
+    const max = value(sampler.sample(), 'nodejs.eventloop.delay.max');
     assert.ok(max >= 0.095 && max < 0.2, `block read ${max} s`);
-    assert.ok(Math.abs(h1 - h0 - (performance.now() - t1) / 10) <= 3, `${h1 - h0} samples in ${(performance.now() - t1).toFixed(0)} ms (${(t1 - at).toFixed(0)} ms after the first)`);
     assert.equal(sampler.timerPeriodMs, 100, 'a block: back to 100 ms');
     const after = sampler.sample();
     assert.ok(!(value(after, 'nodejs.eventloop.delay.max') > 0.02), 'the block is counted once');
