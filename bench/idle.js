@@ -3,18 +3,21 @@
 // Idle CPU only: bench/peers.js's idle figure without its load phase, so that it can be repeated
 // on every major in a few minutes.
 //
-//   node bench/idle.js [--rounds 3] [--idle 30] [--node /path/to/node] [--variants none,uvscope,prom-client]
-//                      [--before /path/to/another/checkout]
+//   node bench/idle.js [--rounds 3] [--idle 30] [--settle 2] [--node /path/to/node]
+//                      [--variants none,uvscope,prom-client] [--before /path/to/another/checkout]
 //
 // Per round, the variants (the same preloads as bench/peers.js: none, uvscope with its defaults and
 // its registry rendered every second, prom-client's defaults rendered every second, OTel
 // runtime-node collected every second; with --before, "uvscope-before": the same as uvscope from
 // another checkout, e.g. main in a worktree, for a before/after in one run) start together on CPU 1 (taskset) with
-// bench/fixtures/hello-server.js, get a short warm-up (100 requests each, then 2 s), and idle
-// together for --idle seconds; each one's CPU time over that window, summed over all its threads
+// bench/fixtures/hello-server.js, get a short warm-up (100 requests each, then --settle seconds),
+// and idle together for --idle seconds; each one's CPU time over that window, summed over all its threads
 // (/proc/<pid>/task/*/schedstat, ns), scaled to a minute, is its idle CPU per minute. Printed per
 // variant: the median over rounds, the range, and uvscope's figure against each other's.
-// Bounded: rounds x (idle + ~4 s); a watchdog ends the run at twice that plus 30 s.
+// --settle 60 measures after V8 has compiled what a sample runs (in the first minute V8's helper
+// threads compile the agent's code, run once a second, tier by tier: on Node 20 more CPU than the
+// sample's own), the idle of a process that has run a while.
+// Bounded: rounds x (idle + settle + ~2 s); a watchdog ends the run at twice that plus 30 s.
 
 const fs = require('fs');
 const path = require('path');
@@ -36,10 +39,10 @@ const VARIANTS = {
 };
 
 function parseArgs(argv) {
-  const opts = { rounds: 3, idle: 30, node: process.execPath, variants: ['none', 'uvscope', 'prom-client'] };
+  const opts = { rounds: 3, idle: 30, settle: 2, node: process.execPath, variants: ['none', 'uvscope', 'prom-client'] };
   for (let i = 0; i < argv.length; i++) {
-    const m = /^--(rounds|idle|node|variants|before)(?:=(.*))?$/.exec(argv[i]);
-    if (!m) throw new Error(`unknown argument ${argv[i]} (usage: node bench/idle.js [--rounds 3] [--idle 30] [--node PATH] [--variants none,uvscope,prom-client,otel])`);
+    const m = /^--(rounds|idle|settle|node|variants|before)(?:=(.*))?$/.exec(argv[i]);
+    if (!m) throw new Error(`unknown argument ${argv[i]} (usage: node bench/idle.js [--rounds 3] [--idle 30] [--settle 2] [--node PATH] [--variants none,uvscope,prom-client,otel])`);
     const raw = m[2] !== undefined ? m[2] : argv[++i];
     if (m[1] === 'before') {
       if (!raw || !fs.existsSync(path.join(raw, 'register.js'))) throw new Error(`--before needs a uvscope checkout, got ${raw}`);
@@ -97,7 +100,7 @@ async function round(opts) {
   try {
     for (const id of opts.variants) up.push(await start(id, opts));
     for (const u of up) await warm(u.port);
-    await sleep(2000);
+    await sleep(opts.settle * 1000);
     const cpu0 = up.map((u) => processCpuNs(u.child.pid));
     await sleep(opts.idle * 1000);
     const cpu1 = up.map((u) => processCpuNs(u.child.pid));
@@ -110,13 +113,13 @@ async function round(opts) {
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   if (spawnSync('taskset', ['-c', '0', 'true']).status !== 0) throw new Error('bench/idle.js needs taskset (util-linux)');
-  watchdog('bench/idle.js', 2 * opts.rounds * (opts.idle + 4) * 1000 + 30000, () => children);
+  watchdog('bench/idle.js', 2 * opts.rounds * (opts.idle + opts.settle + 2) * 1000 + 30000, () => children);
   const before = machine();
   const nodeVersion = spawnSync(opts.node, ['-v'], { encoding: 'utf8' }).stdout.trim();
   const runs = new Map(opts.variants.map((id) => [id, []]));
   for (let r = 0; r < opts.rounds; r++) for (const x of await round(opts)) runs.get(x.id).push(x.msPerMinute);
   console.log(`${before.date}, servers on node ${nodeVersion}, ${before.cpus} CPUs; load ${before.load} before, ${machine().load} after`);
-  console.log(`${opts.rounds} rounds, all variants idle together on CPU ${SERVER_CPU} for ${opts.idle} s; idle CPU (all threads) in ms per minute: median (range)`);
+  console.log(`${opts.rounds} rounds, all variants idle together on CPU ${SERVER_CPU} for ${opts.idle} s from ${opts.settle} s after their warm-up; idle CPU (all threads) in ms per minute: median (range)`);
   const med = {};
   for (const [id, xs] of runs) {
     med[id] = median(xs);

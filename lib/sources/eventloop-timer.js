@@ -18,9 +18,16 @@
 //   than one wake-up (ONE_WAKEUP iterations) kept the loop busy over AMBIGUOUS_BUSY of the
 //   period (an upper bound too loose).
 // It starts fine. Fine turns coarse after a second with at most QUIET_WAKEUPS_PER_S wake-ups
-// besides its own and at most QUIET_BUSY of the time busy. A coarse firing counts COARSE/FINE
-// samples (the others as no lateness), so percentiles stay over time, as a fine timer's. Where
-// Node lacks loop counts (before 20.18) it stays fine.
+// besides its own and at most QUIET_BUSY of the time busy. Coarse turns long (LONG_MS, 1 s) after
+// a second with at most LONG_WAKEUPS wake-ups besides its own and at most one fine period busy
+// (an idle app's, whose few wake-ups are the agent's sample and the like). A long period reads the
+// same way, and since its busy time is at most one fine period it errs by less than the
+// resolution; one with more, or with more than MAX_WAKEUPS wake-ups, goes back to coarse. The sampler reads a long period at each
+// sample (flush(): the period so far, then a new one from now), so a block is in the interval it
+// happened in, and with the agent's 1 s interval the long timer never fires: an idle process
+// wakes for the sample alone, not ten times a second (each wake-up costs ~0.1 ms of CPU). A
+// coarse or long firing counts period/FINE samples (the others as no lateness), so percentiles
+// stay over time, as a fine timer's. Where Node lacks loop counts (before 20.18) it stays fine.
 //
 // The native monitor's reset() forgets its last firing (Histogram::Reset sets prev_ = 0: the
 // firing after a reset records nothing), so the interval that spans a reset would be lost, a
@@ -36,6 +43,10 @@ const { LatenessValues, LatenessUnion } = require('./eventloop-lateness');
 
 const FINE_MS = 10;
 const COARSE_MS = 100;
+const LONG_MS = 1000;
+// Others' wake-ups in a second of coarse firings at most, to turn long: half what a long period
+// may see (MAX_WAKEUPS), so an app woken about as often does not go back and forth.
+const LONG_WAKEUPS = 4;
 const WINDOW_MS = 1000;
 const QUIET_WAKEUPS_PER_S = 40;
 const QUIET_BUSY = 0.1;
@@ -61,7 +72,7 @@ class LoopTimer {
   #native;
   #fineMs;
   #coarseMs;
-  #weight;
+  #longMs;
   #adaptive;
   /** @type {NodeJS.Timeout | null} the coarse interval, or fine mode's one-second check */
   #timer = null;
@@ -76,6 +87,10 @@ class LoopTimer {
   #last = 0;
   #lastLoops = 0;
   #lastIdle = 0;
+  // Coarse mode's window towards long: since #quietAt, wake-ups besides its own and busy time.
+  #quietAt = 0;
+  #quietWakeups = 0;
+  #quietBusy = 0;
   // Fine mode's window: firings of its own (native, one-shot, check) so far, less the native
   // monitor's current count.
   #fired = 0;
@@ -91,13 +106,14 @@ class LoopTimer {
    * @param {object} options
    * @param {number} [options.fineMs] the period while the loop is busy (10)
    * @param {number} [options.coarseMs] the period while it is quiet (100); equal to fineMs: never coarse
+   * @param {number} [options.longMs] the period while it is idle (1000); equal to coarseMs: never long
    */
   constructor(options = {}) {
     const { monitorEventLoopDelay, performance } = require('perf_hooks');
     this.#performance = performance;
     this.#fineMs = Math.max(1, Math.round(options.fineMs || FINE_MS));
     this.#coarseMs = Math.max(this.#fineMs, options.coarseMs || COARSE_MS);
-    this.#weight = Math.max(1, Math.round(this.#coarseMs / this.#fineMs));
+    this.#longMs = Math.max(this.#coarseMs, options.longMs || LONG_MS);
     this.#adaptive = this.#coarseMs > this.#fineMs && loopCount(performance) !== null;
     // One monitor for the timer's life, enabled while fine: a monitor created and dropped trips
     // Node 20 in process._getActiveHandles() (an assertion in AsyncWrap::GetOwner). Its libuv
@@ -109,7 +125,7 @@ class LoopTimer {
     this.#startFine(performance.now());
   }
 
-  /** The current period in milliseconds (fine or coarse). */
+  /** The current period in milliseconds (fine, coarse or long). */
   get periodMs() {
     return this.#periodMs;
   }
@@ -207,45 +223,95 @@ class LoopTimer {
 
   #startCoarse(now) {
     const performance = this.#performance;
-    // The interval from the monitor's last firing to now, which disabling it loses.
-    this.histogram.record((now - this.#lastNativeFiring(now) - this.#fineMs) * 1e6);
-    if (this.#shot) clearTimeout(this.#shot);
-    this.#shot = null;
-    this.#anchor = null;
-    this.#native.disable(); // its values stay for the next sample
+    if (this.#periodMs === this.#fineMs) {
+      // The interval from the monitor's last firing to now, which disabling it loses.
+      this.histogram.record((now - this.#lastNativeFiring(now) - this.#fineMs) * 1e6);
+      if (this.#shot) clearTimeout(this.#shot);
+      this.#shot = null;
+      this.#anchor = null;
+      this.#native.disable(); // its values stay for the next sample
+    }
     if (this.#timer) clearInterval(this.#timer);
     this.#periodMs = this.#coarseMs;
     this.#last = now;
     this.#lastLoops = loopCount(performance) || 0;
     this.#lastIdle = performance.nodeTiming.idleTime;
+    this.#quietAt = now;
+    this.#quietWakeups = 0;
+    this.#quietBusy = 0;
     this.#timer = setInterval(this.#coarse, this.#coarseMs);
     this.#timer.unref();
   }
 
+  #startLong() {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#periodMs = this.#longMs;
+    this.#timer = setInterval(this.#coarse, this.#longMs);
+    this.#timer.unref();
+  }
+
+  /**
+   * The sampler is about to read the interval: in long mode, the period so far is recorded as a
+   * firing would record it (it is not late: not due yet), and the next period starts now.
+   */
+  flush() {
+    if (this.#closed || this.#periodMs !== this.#longMs || this.#longMs === this.#coarseMs) return;
+    if (this.#read(this.#performance.now(), false) && this.#timer) this.#timer.refresh();
+  }
+
   #coarseTick() {
+    this.#read(this.#performance.now(), true);
+  }
+
+  /**
+   * A coarse or long period's reading (a firing's, or flush()'s), then the mode it leaves the timer
+   * in. Returns whether the timer stays long.
+   * @param {number} now performance.now()
+   * @param {boolean} due the timer fired (its lateness counts)
+   */
+  #read(now, due) {
     const performance = this.#performance;
-    const now = performance.now();
     const loops = loopCount(performance) || 0;
     const idle = performance.nodeTiming.idleTime;
-    const late = now - this.#last - this.#periodMs;
-    const wakeups = Math.max(0, loops - this.#lastLoops - 1);
-    const busy = now - this.#last - (idle - this.#lastIdle);
+    const wall = now - this.#last;
+    const late = due ? wall - this.#periodMs : 0;
+    const wakeups = Math.max(0, loops - this.#lastLoops - (due ? 1 : 0));
+    const busy = wall - (idle - this.#lastIdle);
     this.#last = now;
     this.#lastLoops = loops;
     this.#lastIdle = idle;
     this.histogram.record(Math.max(late, wakeups <= MAX_WAKEUPS ? busy : busy / wakeups) * 1e6);
-    this.histogram.zeros += this.#weight - 1;
-    if (wakeups > MAX_WAKEUPS || (wakeups > ONE_WAKEUP && busy > AMBIGUOUS_BUSY * this.#periodMs)) this.#startFine(now);
+    this.histogram.zeros += Math.max(1, Math.round((due ? this.#periodMs : wall) / this.#fineMs)) - 1;
+    if (this.#periodMs === this.#longMs && this.#longMs > this.#coarseMs) {
+      if (wakeups <= MAX_WAKEUPS && busy <= this.#fineMs) return true;
+      this.#startCoarse(now);
+      return false;
+    }
+    if (wakeups > MAX_WAKEUPS || (wakeups > ONE_WAKEUP && busy > AMBIGUOUS_BUSY * this.#periodMs)) {
+      this.#startFine(now);
+      return false;
+    }
+    // Beyond the iterations one wake-up of its own can take (ONE_WAKEUP): the others' wake-ups.
+    this.#quietWakeups += Math.max(0, wakeups - (ONE_WAKEUP - 1));
+    this.#quietBusy += busy;
+    if (now - this.#quietAt >= WINDOW_MS) {
+      const quiet = this.#longMs > this.#coarseMs && this.#quietWakeups <= LONG_WAKEUPS && this.#quietBusy <= this.#fineMs;
+      this.#quietAt = now;
+      this.#quietWakeups = 0;
+      this.#quietBusy = 0;
+      if (quiet) this.#startLong();
+    }
+    return false;
   }
 }
 
 /**
  * Timer mode's adaptive lateness timer (see LoopTimer); it starts at once.
- * @param {{ fineMs?: number, coarseMs?: number }} [options]
+ * @param {{ fineMs?: number, coarseMs?: number, longMs?: number }} [options]
  * @returns {LoopTimer}
  */
 function createLoopTimer(options) {
   return new LoopTimer(options);
 }
 
-module.exports = { createLoopTimer, FINE_MS, COARSE_MS, MAX_WAKEUPS };
+module.exports = { createLoopTimer, FINE_MS, COARSE_MS, LONG_MS, MAX_WAKEUPS };

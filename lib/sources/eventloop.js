@@ -15,13 +15,13 @@ const MODE_ATTRIBUTES = attributesOf('nodejs.eventloop.delay.mode');
 /** @type {readonly import('./metric-def').MetricDef[]} */
 const METRICS = Object.freeze([
   metricDef('nodejs.eventloop.delay', 'histogram', 's', [],
-    'Event-loop delay: how late a timer fired, every 10 ms while the loop is busy (a native timer, monitorEventLoopDelay), every 100 ms while it is quiet (then the longer of that and the time the loop was busy since the last firing, when it woke at most 8 times; a firing counts as 10 samples).',
+    'Event-loop delay: how late a timer fired, every 10 ms while the loop is busy (a native timer, monitorEventLoopDelay), every 100 ms while it is quiet and every second (read at each sample) while it is idle (then the longer of that and the time the loop was busy since the last firing, when it woke at most 8 times; a firing counts as one sample per 10 ms of its period).',
     EVENTLOOP_BUCKETS, {
       ...RUNTIME,
       intervalGauges: Object.freeze(['min', 'max', 'mean', 'p50', 'p90', 'p99'].map((s) => `nodejs.eventloop.delay.${s}`)),
     }),
   metricDef('nodejs.eventloop.delay.mode', 'gauge', '1', ['nodejs.eventloop.delay.mode'],
-    'How this process samples event-loop delay (always 1; the attribute says it): timer, a timer\'s lateness, 10 ms while the loop is busy, 100 ms while it is quiet (the only mode this version has).'),
+    'How this process samples event-loop delay (always 1; the attribute says it): timer, a timer\'s lateness, 10 ms while the loop is busy, 100 ms while it is quiet, 1 s while it is idle (the only mode this version has).'),
   metricDef('nodejs.eventloop.delay.min', 'gauge', 's', [], 'Smallest event-loop delay in the last sampling interval.', undefined, RUNTIME),
   metricDef('nodejs.eventloop.delay.max', 'gauge', 's', [], 'Largest event-loop delay in the last sampling interval.', undefined, RUNTIME),
   metricDef('nodejs.eventloop.delay.mean', 'gauge', 's', [], 'Mean event-loop delay in the last sampling interval.', undefined, RUNTIME),
@@ -41,11 +41,11 @@ const METRICS = Object.freeze([
 /**
  * Event-loop delay and utilization per sampling interval, plus a cumulative delay histogram: how
  * late a repeating timer fires (lib/sources/eventloop-timer.js), every 10 ms while the loop is
- * busy (Node's monitorEventLoopDelay, a timer in C++) and every 100 ms while it is quiet (a
- * JavaScript timer), where a firing also reads the time the loop was busy since the previous one,
- * so a 100 ms block reads 100 ms in either, in any callback (timers, immediates, I/O and
+ * busy (Node's monitorEventLoopDelay, a timer in C++), every 100 ms while it is quiet and every
+ * second while it is idle, read at each sample (a JavaScript timer), where a firing also reads the
+ * time the loop was busy since the previous one, so a 100 ms block reads 100 ms in each, in any callback (timers, immediates, I/O and
  * threadpool completions); an idle loop reads ~0 (prom-client's nodejs_eventloop_lag_* read the
- * 10 ms period itself). Samples are spread evenly over time (a coarse firing counts as ten). Its
+ * 10 ms period itself). Samples are spread evenly over time (a firing counts one per 10 ms of its period). Its
  * work runs from timers, by the clock: nothing per loop iteration or per request, so an app's
  * async_hooks see no resource per iteration. (Not monitorEventLoopDelay({ samplePerIteration }):
  * it counts the poll phase, where I/O callbacks run, only past the poll's timeout, so a 200 ms
@@ -98,7 +98,7 @@ class EventLoopSampler {
     this.#lastSched = this.#sched ? this.#sched.read() : null;
   }
 
-  /** The timer's current period in milliseconds (10 busy, 100 quiet). */
+  /** The timer's current period in milliseconds (10 busy, 100 quiet, 1000 idle). */
   get timerPeriodMs() {
     return this.#timer.periodMs;
   }
@@ -122,6 +122,7 @@ class EventLoopSampler {
         { name: 'nodejs.eventloop.events.waiting', attributes: NO_ATTRIBUTES, value: uv.eventsWaiting },
       );
     }
+    this.#timer.flush(); // a long period's reading so far, into this interval
     this.#sampleDelay(out);
     if (this.#histogram.count > 0) {
       out.push({ name: 'nodejs.eventloop.delay', attributes: NO_ATTRIBUTES, histogram: this.#histogram.snapshot() });

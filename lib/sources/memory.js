@@ -14,6 +14,9 @@ const gcTypes = (constants) => new Map([
 
 // libuv reports "no limit" as the largest uint64 (Node 20 shows 2^64) or 0 / undefined.
 const NO_LIMIT = 2 ** 60;
+// The cgroup's limit changes only when the container is resized: read at most this often, since
+// process.constrainedMemory() opens, reads and closes /proc/self/cgroup and two cgroup files.
+const LIMIT_READ_MS = 10000;
 
 /** Upper bounds for GC pauses. */
 const GC_BUCKETS = Object.freeze([0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1]);
@@ -33,12 +36,14 @@ const METRICS = Object.freeze([
 function createMemorySampler(options = {}) {
   // v8 and perf_hooks load with the sampler, not with its declaration (they would cost the preload).
   const v8 = require('v8');
-  const { PerformanceObserver, constants } = require('perf_hooks');
+  const { PerformanceObserver, constants, performance } = require('perf_hooks');
   const GC_TYPES = gcTypes(constants);
   const constrained = options.constrainedMemory || (typeof process.constrainedMemory === 'function' ? () => process.constrainedMemory() : () => undefined);
   const gc = new Map(); // type -> Histogram
   const gcAttributes = new Map(); // type -> its points' attributes, the same frozen object every sample
   let observer = null;
+  let limit = null;
+  let limitAt = -Infinity;
   if (options.gc !== false) {
     try {
       observer = new PerformanceObserver((list) => {
@@ -62,7 +67,11 @@ function createMemorySampler(options = {}) {
     sample() {
       /** @type {import('./index').RawPoint[]} */
       const out = [{ name: 'v8js.memory.heap.limit', attributes: NO_ATTRIBUTES, value: v8.getHeapStatistics().heap_size_limit }];
-      const limit = containerLimit(constrained);
+      const now = performance.now();
+      if (now - limitAt >= LIMIT_READ_MS) {
+        limit = containerLimit(constrained);
+        limitAt = now;
+      }
       if (limit !== null) out.push({ name: 'nodejs.memory.constrained', attributes: NO_ATTRIBUTES, value: limit });
       gc.forEach((h, type) => {
         let attributes = gcAttributes.get(type);

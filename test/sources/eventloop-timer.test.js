@@ -1,7 +1,8 @@
 'use strict';
 
-// Timer mode's adaptive timer (lib/sources/eventloop-timer.js): 100 ms firings while the loop is
-// quiet, 10 ms while it is busy, and a blocked loop of 100 ms seen in full in both.
+// Timer mode's adaptive timer (lib/sources/eventloop-timer.js): 1 s periods while the loop is idle,
+// 100 ms firings while it is quiet, 10 ms while it is busy, and a blocked loop of 100 ms seen in
+// full in each.
 
 const assert = require('node:assert/strict');
 const { performance } = require('perf_hooks');
@@ -74,6 +75,59 @@ describe('samplers/eventloop: timer mode, quiet and busy periods', function () {
     const until = Date.now() + 5000;
     while (sampler.timerPeriodMs !== 100 && Date.now() < until) await sleep(100);
     assert.equal(sampler.timerPeriodMs, 100, 'quiet again for a second: 100 ms');
+  });
+
+  it('idle: a quiet second at 100 ms turns it to 1 s, a sample reads the period so far (one sample per 10 ms; a block is in its own interval, in full) and the block turns it back to 100 ms', async function () {
+    if (!hasLoopCount()) this.skip();
+    this.timeout(60000);
+    sampler = createEventLoopSampler({ mode: 'timer' });
+    // A fresh process wakes often (V8's compile and GC tasks): it turns long once that settles.
+    const long = async () => {
+      const until = Date.now() + 20000;
+      while (sampler.timerPeriodMs !== 1000 && Date.now() < until) await sleep(100);
+      assert.equal(sampler.timerPeriodMs, 1000, 'idle: a 1 s period');
+    };
+    const count = (points) => points.find((p) => p.name === 'nodejs.eventloop.delay').histogram.count;
+    // A long period read by a sample counts one sample per 10 ms of it, as a 10 ms timer would have
+    // taken. Where something else woke the loop in between (a loaded machine), it is 100 ms again:
+    // then wait for the next idle stretch.
+    let checked = false;
+    for (let attempt = 0; attempt < 5 && !checked; attempt++) {
+      await long();
+      const before = count(sampler.sample());
+      const t0 = performance.now();
+      await sleep(300);
+      if (sampler.timerPeriodMs !== 1000) continue;
+      const quiet = sampler.sample();
+      const ms = performance.now() - t0;
+      assert.ok(value(quiet, 'nodejs.eventloop.delay.max') < 0.02, `idle max ${value(quiet, 'nodejs.eventloop.delay.max')}`);
+      assert.ok(Math.abs(count(quiet) - before - ms / 10) <= 2, `${count(quiet) - before} samples in ${ms.toFixed(0)} ms`);
+      checked = true;
+    }
+    assert.ok(checked, 'five idle stretches of 300 ms all woken');
+    await long();
+    sampler.sample();
+    await sleep(200);
+    blockFor(100);
+    await sleep(30); // the sample comes before the long timer is due
+    const max = value(sampler.sample(), 'nodejs.eventloop.delay.max');
+    assert.ok(max >= 0.095 && max < 0.2, `block read ${max} s`);
+    assert.equal(sampler.timerPeriodMs, 100, 'a block: back to 100 ms');
+    const after = sampler.sample();
+    assert.ok(!(value(after, 'nodejs.eventloop.delay.max') > 0.02), 'the block is counted once');
+  });
+
+  it('a loop woken 20 times a second stays at 100 ms (never 1 s)', async function () {
+    if (!hasLoopCount()) this.skip();
+    sampler = createEventLoopSampler({ mode: 'timer' });
+    busy = setInterval(() => {}, 50);
+    const periods = new Set();
+    const until = Date.now() + 3500;
+    while (Date.now() < until) {
+      await sleep(100);
+      periods.add(sampler.timerPeriodMs);
+    }
+    assert.ok(periods.has(100) && !periods.has(1000), `periods seen: ${[...periods].join(', ')}`);
   });
 
   it('coarseMs equal to the resolution keeps the 10 ms timer (the old behaviour)', async () => {

@@ -34,4 +34,22 @@ describe('samplers/memory', () => {
     assert.equal(small.majors, 5, 'one major GC per global.gc()');
     assert.equal(big.majors, 5);
   });
+
+  it('reports the container limit at every sample, reading it at most every 10 s; none without a limit', () => {
+    const { createMemorySampler } = require('../../lib/sources/memory');
+    const constrained = (p) => (p.find((x) => x.name === 'nodejs.memory.constrained') || {}).value;
+    let reads = 0;
+    const limited = createMemorySampler({ gc: false, constrainedMemory: () => (reads++, 256 * MiB) });
+    const free = createMemorySampler({ gc: false, constrainedMemory: () => 2 ** 64 });
+    try {
+      for (let i = 0; i < 3; i++) {
+        assert.equal(constrained(limited.sample()), 256 * MiB, `sample ${i}`);
+        assert.equal(constrained(free.sample()), undefined, 'no limit: no point');
+      }
+      assert.equal(reads, 1, 'three samples within 10 s read the cgroup once');
+    } finally {
+      limited.close();
+      free.close();
+    }
+  });
 });
