@@ -1,8 +1,8 @@
 'use strict';
 
 // The victims of an event-loop block, the part every tracer shares: the spans open across a block
-// of the loop are given the block time that fell inside them and the costliest block's blocker
-// (issue 32 item 3). A tracer's adapter (exporters/otlp/spans.js, exporters/datadog/spans.js)
+// of the loop are given the block time that fell inside them and the costliest block's blocker.
+// A tracer's adapter (exporters/otlp/spans.js, exporters/datadog/spans.js)
 // hands on each span as it starts and each block's record (uvscope:eventloop.block,
 // lib/core/channels.js), which arrives a few ms after the block ended; a span that ended by then
 // is left as it is.

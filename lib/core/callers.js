@@ -34,22 +34,37 @@ const CAPTURE_DEEP = 40;
  * @returns {string} e.g. 'hot-shots', 'src/client.js:42', or '(unknown)'
  */
 function captureCaller() {
+  return withCallSites(readCaller, '(unknown)');
+}
+
+function readCaller() {
+  let found = firstAppFrame(CAPTURE_FIRST);
+  if (found === undefined) found = firstAppFrame(CAPTURE_DEEP);
+  return typeof found === 'string' ? found : '(unknown)';
+}
+
+/**
+ * read() with structured call sites for its captures only, or fallback where it throws: the
+ * app's own prepareStackTrace (source maps, say) and stack limit are put back before anything
+ * else runs. The frames' descriptions are cached per working directory.
+ * @template T
+ * @param {() => T} read
+ * @param {T} fallback
+ * @returns {T}
+ */
+function withCallSites(read, fallback) {
   const limit = Error.stackTraceLimit;
   const prepare = Error.prepareStackTrace;
   try {
-    // Structured call sites for this one capture only; the app's own prepareStackTrace (source
-    // maps, say) is put back before anything else runs.
     Error.prepareStackTrace = callSites;
     const cwd = process.cwd();
     if (cwd !== describedCwd) {
       described.clear();
       describedCwd = cwd;
     }
-    let found = firstAppFrame(CAPTURE_FIRST);
-    if (found === undefined) found = firstAppFrame(CAPTURE_DEEP);
-    return typeof found === 'string' ? found : '(unknown)';
+    return read();
   } catch {
-    return '(unknown)';
+    return fallback;
   } finally {
     Error.prepareStackTrace = prepare;
     Error.stackTraceLimit = limit;
@@ -66,22 +81,13 @@ function captureCaller() {
  * @returns {{ pkg: string|null, caller: string }} pkg null when the first frame is the app's own
  */
 function capturePackageCaller() {
-  const limit = Error.stackTraceLimit;
-  const prepare = Error.prepareStackTrace;
-  try {
-    Error.prepareStackTrace = callSites;
-    const cwd = process.cwd();
-    if (cwd !== describedCwd) {
-      described.clear();
-      describedCwd = cwd;
-    }
-    return packageFrames(CAPTURE_FIRST) || packageFrames(CAPTURE_DEEP) || { pkg: null, caller: '(unknown)' };
-  } catch {
-    return { pkg: null, caller: '(unknown)' };
-  } finally {
-    Error.prepareStackTrace = prepare;
-    Error.stackTraceLimit = limit;
-  }
+  return withCallSites(readPackageCaller, UNKNOWN_PACKAGE);
+}
+
+const UNKNOWN_PACKAGE = Object.freeze({ pkg: null, caller: '(unknown)' });
+
+function readPackageCaller() {
+  return packageFrames(CAPTURE_FIRST) || packageFrames(CAPTURE_DEEP) || UNKNOWN_PACKAGE;
 }
 
 // The package and the app's call into it in a stack of at most `depth` frames; null when the

@@ -1,6 +1,6 @@
 'use strict';
 
-// The blockers source: what blocked the event loop (issue 32). A watchdog worker thread notices a
+// The blockers source: what blocked the event loop. A watchdog worker thread notices a
 // block from the kernel's account of the main thread and, while it lasts, samples the main
 // thread's stack with Sentry's native capture (an optional dependency); nothing runs on the main
 // thread while the loop is healthy; by default (auto) it starts at the first block and stops after
