@@ -20,11 +20,11 @@ const { attributesOf } = require('../metric-def');
 const { BLOCK_BUCKETS } = require('./metrics');
 const { published } = require('../../core/channels');
 const { shortName } = require('./names');
+const { unavailable, loadNative } = require('./native');
 
 // Blocks kept per interval: the longest ones (a loop blocked all the time makes a few a second).
 const MAX_BLOCKS = 10;
 const CAUSE = attributesOf('nodejs.eventloop.block.cause');
-const NATIVE = '@sentry-internal/node-native-stacktrace';
 // The longest the main thread answers a capture begun as the process exits (see #shut()).
 const GATE_MS = 100;
 
@@ -44,44 +44,6 @@ const GATE_MS = 100;
  * @property {{ usedBytes: number, limitBytes: number } | null} heap V8's heap after the block,
  *   where the garbage collector had a share of it (what the finding says of a GC block)
  */
-
-let native = null; // the native capture, loaded once
-let registered = false;
-
-/**
- * The native capture's binary, loaded and the main thread registered with it; or why it cannot
- * be. The worker loads the binary itself (its package's index would load node-abi's tables there).
- * @returns {{ file: string } | { why: string }}
- */
-function loadNative() {
-  if (native) return native;
-  try {
-    const index = require.resolve(NATIVE);
-    const m = require(index);
-    const mod = require.cache[index];
-    const binary = mod && mod.children.find((c) => c.id.endsWith('.node'));
-    if (!registered) {
-      m.registerThread();
-      registered = true;
-    }
-    native = { file: binary ? binary.id : index };
-  } catch (err) {
-    const abi = process.versions.modules;
-    return { why: `the native stack capture (${NATIVE}, an optional dependency) could not load for ${process.platform}-${process.arch} ABI ${abi}: ${String((err && /** @type {Error} */ (err).message) || err).split('\n')[0]}` };
-  }
-  return native;
-}
-
-/**
- * Why the capture cannot run here, or null when it can.
- * @returns {string | null}
- */
-function unavailable() {
-  if (process.platform !== 'linux') return `needs Linux (/proc), this is ${process.platform}`;
-  if (!require('worker_threads').isMainThread) return 'not on the main thread (the agent runs in a worker)';
-  if (typeof SharedArrayBuffer !== 'function') return 'no SharedArrayBuffer in this Node.js';
-  return null;
-}
 
 /** V8's heap now: its used size and its limit (a few microseconds; once per block with GC in it). */
 function heapNow() {
