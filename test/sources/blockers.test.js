@@ -66,6 +66,23 @@ describe('sources/blockers', function () {
     assert.ok(r.start > facts.t0 - 100, JSON.stringify({ r, t0: facts.t0 }));
   });
 
+  // Next to the inspector's other users and another agent's watchdog: all keep working.
+  it('next to a debugger (--inspect) and another inspector session profiling the app: both see the spin, and it is named', async () => {
+    const { blocks, facts } = await run('inspected', { NODE_OPTIONS: '--inspect=127.0.0.1:0' });
+    assert.match(facts.inspectorUrl || '', /^ws:\/\/127\.0\.0\.1:\d+\//, 'the debugger\'s port is open');
+    assert.equal(facts.profiled, true, 'the other session\'s CPU profile has spinFor');
+    assert.equal(blocks.length, 1, show(blocks));
+    assert.equal(blocks[0].blockers[0].frame.line, facts.spinLine, show(blocks));
+  });
+
+  it('next to another agent\'s watchdog on the same native capture (Sentry\'s): both capture the spin', async () => {
+    const { blocks, facts } = await run('watched');
+    // the other watchdog's stack, 150 ms into the 400 ms spin: spinFor on top (or the handler it was inlined into)
+    assert.ok(facts.otherFrames.includes('spinFor') || facts.otherFrames.includes('?'), JSON.stringify(facts.otherFrames));
+    assert.equal(blocks.length, 1, show(blocks));
+    assert.equal(blocks[0].blockers[0].frame.line, facts.spinLine, show(blocks));
+  });
+
   it('names zlib.gzipSync through the app\'s frame (compressReport)', async () => {
     const { blocks } = await run('gzip');
     assert.ok(blocks.length >= 1, show(blocks));
