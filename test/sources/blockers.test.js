@@ -75,6 +75,13 @@ describe('sources/blockers', function () {
     assert.equal(blocks[0].blockers[0].frame.line, facts.spinLine, show(blocks));
   });
 
+  it('next to dd-trace\'s profiler (its wall-time sampler, @datadog/pprof): its profile has the spin, and it is named', async () => {
+    const { blocks, facts } = await run('pprofiled');
+    assert.equal(facts.profiled, true, 'the wall profile has spinFor');
+    assert.equal(blocks.length, 1, show(blocks));
+    assert.equal(blocks[0].blockers[0].frame.line, facts.spinLine, show(blocks));
+  });
+
   it('next to another agent\'s watchdog on the same native capture (Sentry\'s): both capture the spin', async () => {
     const { blocks, facts } = await run('watched');
     // the other watchdog's stack, 150 ms into the 400 ms spin: spinFor on top (or the handler it was inlined into)
