@@ -99,7 +99,9 @@ describe('samplers/connections', function () {
       assert.equal(spans.length, 3, 'A and AAAA per lookup');
       const truth = spans.reduce((a, b) => a + b, 0);
       assert.equal(dns.count, 3);
-      assert.ok(dns.sum >= truth - 0.003 && dns.sum <= truth + 0.03, `dns phase ${dns.sum} s, server ${truth} s`);
+      // Beyond the server's part: glibc's own work on a pool thread and the callback's wait for the
+      // loop, 12-19 ms over the three lookups here (Node 24), 30-44 ms at the tail of a CI run.
+      assert.ok(dns.sum >= truth - 0.003 && dns.sum <= truth + 0.06, `dns phase ${dns.sum} s, server ${truth} s`);
       assert.equal(tcp.count, 3);
       assert.ok(tcp.sum < 0.05, `tcp phase ${tcp.sum} s on loopback`);
       assert.ok(dns.sum + tcp.sum <= counts[0].seconds, 'within what the app measured');
