@@ -62,7 +62,7 @@ describe('findings/eventloop-blocked: what blocked the loop', () => {
     const f = run([startup, sample({ blocked: true, blockers: details([CSV()]) }), sample({ blocked: true, blockers: details([CSV(), CSV()]) })]);
     assert.ok(f);
     // 0.9 s of blocks: 0.72 s in csv-parse (80 %), 0.09 s each in render() and the GC (10 %).
-    assert.match(f.summary, /Of the 3 blocks of 100 ms or more the watchdog timed in them \(900 ms in all, up to 300 ms\): 80 % in csv-parse's `parse` called from src\/import\.js:9 while serving POST \/import, 10 % in `render` at src\/page\.js:12 while serving POST \/import, 10 % in V8's garbage collector \(up to 30 ms in one block\)\./);
+    assert.match(f.summary, /Of the 3 blocks of 100 ms or more timed in them \(900 ms in all, up to 300 ms\): 80 % in csv-parse's `parse` called from src\/import\.js:9 while serving POST \/import, 10 % in `render` at src\/page\.js:12 while serving POST \/import, 10 % in V8's garbage collector \(up to 30 ms in one block\)\./);
     const b = f.evidence.blockers;
     assert.equal(b.blocks, 3);
     assert.equal(b.blockedSeconds, 0.9);

@@ -124,7 +124,7 @@ function blockersText(w) {
   const unseen = w.seconds > 0 ? w.uncapturedSeconds / w.seconds : 0;
   if (unseen >= MIN_SHARE) parts.push({ share: unseen, text: `${pct(unseen)} in blocks no stack sample saw into (${w.uncaptured || 'not captured'})` });
   parts.sort((a, b) => b.share - a.share);
-  const timed = `${w.blocks} block${w.blocks === 1 ? '' : 's'} of ${ms(w.thresholdSeconds)} or more the watchdog timed in them (${ms(w.seconds)} in all, up to ${ms(w.maxSeconds)})`;
+  const timed = `${w.blocks} block${w.blocks === 1 ? '' : 's'} of ${ms(w.thresholdSeconds)} or more timed in them (${ms(w.seconds)} in all, up to ${ms(w.maxSeconds)})`;
   if (parts.length === 0) return `Of the ${timed}, no one place had ${pct(MIN_SHARE)} of the time.`;
   return `Of the ${timed}: ${parts.map((p) => p.text).join(', ')}.`;
 }
