@@ -257,7 +257,7 @@ export interface SnapshotDetails {
    */
   readonly cpu?: Readonly<{
     cpus: number; quotaCpus: number | null; affinityCpus: number; source: 'cgroup-v2' | 'cgroup-v1' | 'affinity';
-    processCpuSeconds: number; throttling: Readonly<{ periods: number; throttledPeriods: number; throttledSeconds: number }> | null;
+    processCpuTotalSeconds: number; throttling: Readonly<{ periods: number; throttledPeriods: number; throttledSeconds: number }> | null;
   }> | null;
   /** resolv.conf as glibc reads it, and up to 1000 of the names /etc/hosts answers. */
   readonly resolver?: Readonly<{ path: string; found: boolean; nameservers: string[]; search: string[]; ndots: number; timeout: number; attempts: number; options: string[]; hostsNames: string[] }>;

@@ -16,9 +16,9 @@
  * @property {import('../sources/connections').ConnectionsDetails} [connections]
  * @property {{ mainThreadCpuSeconds: number|null, mainThreadWaitSeconds: number|null, blockedOnCpuMaxSeconds?: number|null, processCpuSeconds?: number|null }} [eventloop]
  *   seconds in the interval: the main thread ran on a CPU and waited for one (Linux), the whole
- *   process's CPU time (processCpuSeconds: per interval here, cumulative in details.cpu)
- * @property {{ cpus: number, quotaCpus: number|null, affinityCpus: number, source: string, processCpuSeconds: number, throttling: object|null }} [cpu]
- *   the CPU budget (lib/sources/cpu.js) and cumulative figures: processCpuSeconds since the process started
+ *   process's CPU time in the interval
+ * @property {{ cpus: number, quotaCpus: number|null, affinityCpus: number, source: string, processCpuTotalSeconds: number, throttling: object|null }} [cpu]
+ *   the CPU budget (lib/sources/cpu.js) and cumulative figures: processCpuTotalSeconds since the process started
  * @property {ResolverDetails} [resolver]
  */
 

@@ -41,7 +41,7 @@ function createCpuSampler(options = {}) {
         affinityCpus: budget.affinityCpus,
         source: budget.source,
         // cumulative: the process's CPU time (all its threads) and the cgroup's counters
-        processCpuSeconds: (usage.user + usage.system) / 1e6,
+        processCpuTotalSeconds: (usage.user + usage.system) / 1e6,
         throttling: stat,
       };
       /** @type {import('./index').RawPoint[]} */

@@ -42,7 +42,7 @@ module.exports = defineRule({
       periods,
       throttledPeriods: value('container.cpu.throttled.periods'),
       throttledSeconds: value('container.cpu.throttled.time'),
-      processCpuTotalSeconds: cpu.processCpuSeconds, // cumulative (details.cpu); details.eventloop's is per interval
+      processCpuTotalSeconds: cpu.processCpuTotalSeconds,
       loopCpuSeconds: typeof loop.mainThreadCpuSeconds === 'number' ? loop.mainThreadCpuSeconds : null,
       loopWaitSeconds: typeof loop.mainThreadWaitSeconds === 'number' ? loop.mainThreadWaitSeconds : null,
       utilization: value('nodejs.eventloop.utilization'),
