@@ -8,9 +8,8 @@
 // the DogStatsD receiver got datagrams after uvscope looked up DD_AGENT_HOST=localhost.
 
 const assert = require('node:assert/strict');
-const http = require('node:http');
 const path = require('node:path');
-const { decode } = require('@msgpack/msgpack');
+const { withDdAgent } = require('../helpers/dd-agent');
 const { REGISTER, FIXTURES, runNode, lastJson, freePort } = require('../helpers/child');
 const { createOtlpReceiver } = require('../helpers/otlp-receiver');
 const { createDogStatsdReceiver } = require('../helpers/dogstatsd-receiver');
@@ -135,58 +134,14 @@ describe('own-io: uvscope\'s own I/O makes no span in the app\'s traces', functi
       for (const order of [[REGISTER, DD_INIT], [DD_INIT, REGISTER]]) {
         const which = order[0] === REGISTER ? 'uvscope first' : 'dd-trace first';
         it(`UVSCOPE_EXPORTERS=${exporter}, ${which}: ${NAMES.length} lookups make ${NAMES.length} dns.lookup spans, no dns.lookup_service, no web.request for a scrape, no request of uvscope's`, async () => {
-          const agent = await createTraceAgent();
-          try {
-            await runTraced({ exporter, preloads: order, env: ddEnv(agent.url) });
-            await agent.settle();
-            const names = agent.spans.map((s) => `${s.name} ${s.resource}`);
-            assert.equal(agent.spans.filter((s) => s.name === 'dns.lookup').length, NAMES.length, names.join(', '));
-            assert.deepEqual(agent.spans.filter((s) => s.name === 'dns.lookup_service' || s.name === 'web.request').map((s) => s.resource), []);
-            const requests = agent.spans.filter((s) => s.name === 'http.request');
-            assert.deepEqual(requests.map((s) => s.resource), exporter === 'prometheus' ? ['GET'] : [], 'only the app\'s scrape');
-          } finally {
-            await agent.close();
-          }
+          const spans = await withDdAgent((env) => runTraced({ exporter, preloads: order, env }));
+          const names = spans.map((s) => `${s.name} ${s.resource}`);
+          assert.equal(spans.filter((s) => s.name === 'dns.lookup').length, NAMES.length, names.join(', '));
+          assert.deepEqual(spans.filter((s) => s.name === 'dns.lookup_service' || s.name === 'web.request').map((s) => s.resource), []);
+          const requests = spans.filter((s) => s.name === 'http.request');
+          assert.deepEqual(requests.map((s) => s.resource), exporter === 'prometheus' ? ['GET'] : [], 'only the app\'s scrape');
         });
       }
     }
   });
 });
-
-function ddEnv(url) {
-  return {
-    DD_TRACE_AGENT_URL: url,
-    DD_TRACE_FLUSH_INTERVAL: '100',
-    DD_TRACE_STARTUP_LOGS: 'false',
-    DD_INSTRUMENTATION_TELEMETRY_ENABLED: 'false',
-    DD_REMOTE_CONFIGURATION_ENABLED: 'false',
-    DD_PROFILING_ENABLED: 'false',
-    DD_RUNTIME_METRICS_ENABLED: 'false',
-  };
-}
-
-/** A stand-in for the Datadog trace agent: decodes msgpack trace payloads, answers everything. */
-async function createTraceAgent() {
-  const spans = [];
-  const server = http.createServer((req, res) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      if (/^\/v0\.[45]\/traces/.test(req.url)) {
-        for (const trace of decode(Buffer.concat(chunks))) spans.push(...trace);
-      }
-      res.writeHead(200, { 'Content-Type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    spans,
-    url: `http://127.0.0.1:${server.address().port}`,
-    // dd-trace flushes on exit; its last payload may still be in flight when the child is gone.
-    settle: () => new Promise((resolve) => setTimeout(resolve, 300)),
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(resolve);
-    }),
-  };
-}
