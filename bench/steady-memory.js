@@ -255,14 +255,17 @@ function printRaw(results, opts) {
   };
   const arenas = (xs, t) => (xs.filter((x) => x.t <= t + opts.every / 2 && x.arenas !== undefined).pop() || { arenas: 0 }).arenas;
   const sign = (d) => `${d >= 0 ? '+' : ''}${mib(d)}`;
-  console.log(`  ${'variant'.padEnd(13)} ${'min'.padStart(4)} ${'RSS'.padStart(7)} ${'mean 30s'.padStart(9)} ${'young'.padStart(6)} ${'arenas'.padStart(7)}   ${'- without: RSS, mean 30s, young, arenas'}`);
+  // RSS less the young generation's resident pages (the child's reading nearest in time): what
+  // is left once V8's sizing of the young generation is set aside.
+  const rest = (r, t) => at(r.outside, t).rss - at(r.lines, t).youngPhysical;
+  console.log(`  ${'variant'.padEnd(13)} ${'min'.padStart(4)} ${'RSS'.padStart(7)} ${'mean 30s'.padStart(9)} ${'young'.padStart(6)} ${'less it'.padStart(8)} ${'arenas'.padStart(7)}   - without: RSS, mean 30s, young, RSS less it, arenas (MiB)`);
   for (const t of points) {
     for (const [i, r] of results.entries()) {
       const o = at(r.outside, t);
       const y = at(r.lines, t);
       const base = results[0];
-      const cols = [mib(o.rss).padStart(7), mib(meanRss(r.outside, t)).padStart(9), mib(y.newSpace).padStart(6), mib(arenas(r.outside, t)).padStart(7)];
-      const diff = i === 0 ? '' : `   ${sign(o.rss - at(base.outside, t).rss)}, ${sign(meanRss(r.outside, t) - meanRss(base.outside, t))}, ${sign(y.newSpace - at(base.lines, t).newSpace)}, ${sign(arenas(r.outside, t) - arenas(base.outside, t))}`;
+      const cols = [mib(o.rss).padStart(7), mib(meanRss(r.outside, t)).padStart(9), mib(y.newSpace).padStart(6), mib(rest(r, t)).padStart(8), mib(arenas(r.outside, t)).padStart(7)];
+      const diff = i === 0 ? '' : `   ${sign(o.rss - at(base.outside, t).rss)}, ${sign(meanRss(r.outside, t) - meanRss(base.outside, t))}, ${sign(y.newSpace - at(base.lines, t).newSpace)}, ${sign(rest(r, t) - rest(base, t))}, ${sign(arenas(r.outside, t) - arenas(base.outside, t))}`;
       console.log(`  ${VARIANTS[i].label.padEnd(13)} ${(t / 60).toFixed(1).padStart(4)} ${cols.join(' ')}${diff}`);
     }
   }
@@ -368,7 +371,7 @@ async function main() {
         console.log(`\nnode ${version}: bytes the agent allocates (per sample and per second at 1 s and 100 ms; per event at 1 s), ${opts.count} events a window`);
         const env = { COUNT: String(opts.count), REPEAT: String(opts.repeat), WARMUP: String(opts.warmup) };
         const flags = ['--min-semi-space-size=64', '--max-semi-space-size=64'];
-        const run = (variant, extra = {}) => runChild(children, { node, variant, mode: 'count', env: { ...env, ...extra }, flags, timeoutMs: (opts.warmup + 60 + 30 * opts.repeat) * 1000, namespace });
+        const run = (variant, extra = {}) => runChild(children, { node, variant, mode: 'count', env: { ...env, ...extra }, flags, timeoutMs: (opts.warmup + 60 + 30 * opts.repeat) * 1000, namespace, cpu: opts.cpu });
         // At 100 ms a chunk of events cannot fit between two samples: that child measures the
         // sample and the second only.
         const [without, withAgent, fast] = await Promise.all([run(VARIANTS[0]), run(VARIANTS[1]), run(VARIANTS[2], { NO_EVENTS: '1' })]);
