@@ -7,7 +7,7 @@
 //   node bench/steady-memory.js [--minutes 3] [--every 5] [--nodes 20,24] [--scrape 15]
 //                               [--count 500] [--repeat 5] [--warmup 65] [--no-series] [--no-count]
 //                               [--profile DIR [--live | --all]] [--dump DIR]
-//   node bench/steady-memory.js --raw [--minutes 10] [--nodes 20,22,24,26] [--parallel 2] [--cpu 0]
+//   node bench/steady-memory.js --raw [--minutes 10] [--nodes 20,22,24,26] [--parallel 2] [--cpu 0] [--save DIR]
 //
 // The app (bench/fixtures/steady-app.js) serves HTTP to itself 500 times a second on keep-alive
 // and makes 200 dns.lookup()s a second over 50 names n0.steady.bench ... answered by a private
@@ -27,7 +27,8 @@
 // reads its VmRSS from outside (/proc/<pid>/status; other threads' arenas from /proc/<pid>/smaps
 // every 30 s). Printed at 1, 3 and 10 min (and the end): RSS, the mean of the 30 s up to it, the
 // young generation, with the agent minus without; and the rates each child served. The children
-// run on --cpu (0 by default: taskset), --parallel majors at once. No count mode.
+// run on --cpu (0 by default: taskset), --parallel majors at once; --save DIR writes each major's
+// readings and GCs to DIR/node<major>.json. No count mode.
 //
 // Count: bytes allocated, the growth of used_heap_size over a window where no GC runs (after a
 // full GC; a 64 MiB semi-space, and a PerformanceObserver that sees every GC: a window with one is
@@ -57,7 +58,7 @@ const APP = path.join(__dirname, 'fixtures', 'steady-app.js');
 const NAMES = 50;
 
 function parseArgs(argv) {
-  const opts = { minutes: 3, every: 5, nodes: [20, 24], scrape: 15, count: 500, repeat: 5, warmup: 65, series: true, counts: true, profile: null, live: false, all: false, dump: null, raw: false, cpu: null, parallel: 1 };
+  const opts = { minutes: 3, every: 5, nodes: [20, 24], scrape: 15, count: 500, repeat: 5, warmup: 65, series: true, counts: true, profile: null, live: false, all: false, dump: null, raw: false, cpu: null, parallel: 1, save: null };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--no-series') opts.series = false;
     else if (argv[i] === '--raw') opts.raw = true;
@@ -65,10 +66,10 @@ function parseArgs(argv) {
     else if (argv[i] === '--live') opts.live = true;
     else if (argv[i] === '--all') opts.all = true;
     else {
-      const m = /^--(minutes|every|nodes|scrape|count|repeat|warmup|profile|dump|cpu|parallel)(?:=(.*))?$/.exec(argv[i]);
+      const m = /^--(minutes|every|nodes|scrape|count|repeat|warmup|profile|dump|cpu|parallel|save)(?:=(.*))?$/.exec(argv[i]);
       if (!m) throw new Error(`unknown argument ${argv[i]} (see the top of ${__filename})`);
       const v = m[2] !== undefined ? m[2] : argv[++i];
-      opts[m[1]] = m[1] === 'nodes' ? v.split(',').map(Number) : m[1] === 'profile' || m[1] === 'dump' ? path.resolve(v) : m[1] === 'cpu' ? v : Number(v);
+      opts[m[1]] = m[1] === 'nodes' ? v.split(',').map(Number) : m[1] === 'profile' || m[1] === 'dump' || m[1] === 'save' ? path.resolve(v) : m[1] === 'cpu' ? v : Number(v);
     }
   }
   // The raw series' children share CPU 0 unless told otherwise (another bench may use the rest).
@@ -267,6 +268,10 @@ function printRaw(results, opts) {
       const cols = [mib(o.rss).padStart(7), mib(meanRss(r.outside, t)).padStart(9), mib(y.newSpace).padStart(6), mib(rest(r, t)).padStart(8), mib(arenas(r.outside, t)).padStart(7)];
       const diff = i === 0 ? '' : `   ${sign(o.rss - at(base.outside, t).rss)}, ${sign(meanRss(r.outside, t) - meanRss(base.outside, t))}, ${sign(y.newSpace - at(base.lines, t).newSpace)}, ${sign(rest(r, t) - rest(base, t))}, ${sign(arenas(r.outside, t) - arenas(base.outside, t))}`;
       console.log(`  ${VARIANTS[i].label.padEnd(13)} ${(t / 60).toFixed(1).padStart(4)} ${cols.join(' ')}${diff}`);
+      // The rest of the heap (old, code, large objects) resident, and how much of it holds objects
+      // (live or garbage a mark-compact has not collected yet), external memory.
+      const b = at(base.lines, t);
+      if (i > 0 && y.heapPhysical !== undefined) console.log(`  ${''.padEnd(18)} of RSS less the young generation: rest of the heap ${sign(y.heapPhysical - b.heapPhysical)} (objects in it ${sign(y.oldUsed - b.oldUsed)}, code space ${sign(y.codeSpace - b.codeSpace)}), external ${sign(y.external - b.external)}`);
     }
   }
   for (const [i, r] of results.entries()) {
@@ -359,6 +364,10 @@ async function main() {
       const all = await Promise.all(majors.map(series));
       for (const [j, major] of majors.entries()) {
         console.log(`\nnode ${versionOf(major)}: ${opts.raw ? 'raw series' : 'series'}${majors.length > 1 ? ` (beside ${majors.filter((m) => m !== major).join(', ')})` : ''}`);
+        if (opts.save) {
+          fs.mkdirSync(opts.save, { recursive: true });
+          fs.writeFileSync(path.join(opts.save, `node${major}.json`), JSON.stringify(all[j].map((r, i) => ({ variant: VARIANTS[i].label, outside: r.outside, lines: r.lines, totals: r.totals, gcs: r.scavenges }))));
+        }
         if (opts.raw) printRaw(all[j], opts);
         else printSeries(all[j], opts);
         if (opts.profile) printProfiles(all[j], opts.profile, major, opts.all);
