@@ -118,14 +118,15 @@ async function runChild(children, { node, variant, mode, env, flags = [], timeou
  */
 function rawReadings(pid, { every }) {
   const started = Date.now();
-  /** @type {{ t: number, rss: number, anon: number, file: number, arenas?: number }[]} */
+  /** @type {{ t: number, rss: number, anon: number, file: number, threads: number, arenas?: number }[]} */
   const readings = [];
   const kb = (text, key) => Number((new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text) || [])[1] || 0) * 1024;
   let k = 0;
   const timer = setInterval(() => {
     try {
       const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-      const r = { t: (Date.now() - started) / 1000, rss: kb(status, 'VmRSS'), anon: kb(status, 'RssAnon'), file: kb(status, 'RssFile') };
+      const threads = Number((/^Threads:\s+(\d+)/m.exec(status) || [])[1] || 0);
+      const r = { t: (Date.now() - started) / 1000, rss: kb(status, 'VmRSS'), anon: kb(status, 'RssAnon'), file: kb(status, 'RssFile'), threads };
       if (k++ % Math.max(1, Math.round(30 / every)) === 0) r.arenas = arenasOf(fs.readFileSync(`/proc/${pid}/smaps`, 'utf8'));
       if (r.rss > 0) readings.push(r);
     } catch {
@@ -164,9 +165,10 @@ function arenasOf(smaps) {
 function scavenges(stdout) {
   const out = [];
   for (const line of stdout.split('\n')) {
-    const m = /\s(\d+) ms: .*\bgc=(s|mc)\b/.exec(line);
+    // name=value pairs, or on Node 26 one JSON object ("gc":"s", "promoted":123).
+    const m = /\s(\d+) ms: .*\bgc(?:=|":")(s|mc)\b/.exec(line);
     if (!m) continue;
-    const field = (name) => Number((new RegExp(`\\b${name}=(\\d+)`).exec(line) || [])[1] || 0);
+    const field = (name) => Number((new RegExp(`\\b${name}(?:=|":)(\\d+)`).exec(line) || [])[1] || 0);
     out.push({ t: Number(m[1]) / 1000, full: m[2] === 'mc', survived: field('promoted') + field('new_space_survived'), capacity: field('new_space_capacity') });
   }
   return out;
@@ -271,7 +273,9 @@ function printRaw(results, opts) {
       // The rest of the heap (old, code, large objects) resident, and how much of it holds objects
       // (live or garbage a mark-compact has not collected yet), external memory.
       const b = at(base.lines, t);
-      if (i > 0 && y.heapPhysical !== undefined) console.log(`  ${''.padEnd(18)} of RSS less the young generation: rest of the heap ${sign(y.heapPhysical - b.heapPhysical)} (objects in it ${sign(y.oldUsed - b.oldUsed)}, code space ${sign(y.codeSpace - b.codeSpace)}), external ${sign(y.external - b.external)}`);
+      // A thread more than without: the blockers capture's worker (its own V8 heap, out of the
+      // main isolate's figures), started by a block of the loop (UVSCOPE_BLOCKERS=auto).
+      if (i > 0 && y.heapPhysical !== undefined) console.log(`  ${''.padEnd(18)} of RSS less the young generation: rest of the heap ${sign(y.heapPhysical - b.heapPhysical)} (objects in it ${sign(y.oldUsed - b.oldUsed)}, code space ${sign(y.codeSpace - b.codeSpace)}), external ${sign(y.external - b.external)}, file-backed ${sign(o.file - at(base.outside, t).file)}; threads ${o.threads} (without ${at(base.outside, t).threads})`);
     }
   }
   for (const [i, r] of results.entries()) {
