@@ -7,6 +7,7 @@
 //   node bench/steady-memory.js [--minutes 3] [--every 5] [--nodes 20,24] [--scrape 15]
 //                               [--count 500] [--repeat 5] [--warmup 65] [--no-series] [--no-count]
 //                               [--profile DIR [--live | --all]] [--dump DIR]
+//   node bench/steady-memory.js --raw [--minutes 10] [--nodes 20,22,24,26] [--parallel 2] [--cpu 0] [--save DIR]
 //
 // The app (bench/fixtures/steady-app.js) serves HTTP to itself 500 times a second on keep-alive
 // and makes 200 dns.lookup()s a second over 50 names n0.steady.bench ... answered by a private
@@ -20,6 +21,14 @@
 // heapUsed. Printed: the readings at 1 min, the end, the maximum, and the least-squares slope after
 // the first minute (KB/min); with the agent minus without, at the end. --dump DIR: at the end each
 // child writes its heap spaces, code statistics and mappings (JSON) and a heap snapshot to DIR.
+//
+// --raw: the memory a user sees (what `kubectl top` and the OOM killer read). The same three
+// children, never gc()'d: each prints its young generation as it is every --every s, and the bench
+// reads its VmRSS from outside (/proc/<pid>/status; other threads' arenas from /proc/<pid>/smaps
+// every 30 s). Printed at 1, 3 and 10 min (and the end): RSS, the mean of the 30 s up to it, the
+// young generation, with the agent minus without; and the rates each child served. The children
+// run on --cpu (0 by default: taskset), --parallel majors at once; --save DIR writes each major's
+// readings and GCs to DIR/node<major>.json. No count mode.
 //
 // Count: bytes allocated, the growth of used_heap_size over a window where no GC runs (after a
 // full GC; a 64 MiB semi-space, and a PerformanceObserver that sees every GC: a window with one is
@@ -49,19 +58,23 @@ const APP = path.join(__dirname, 'fixtures', 'steady-app.js');
 const NAMES = 50;
 
 function parseArgs(argv) {
-  const opts = { minutes: 3, every: 5, nodes: [20, 24], scrape: 15, count: 500, repeat: 5, warmup: 65, series: true, counts: true, profile: null, live: false, all: false, dump: null };
+  const opts = { minutes: 3, every: 5, nodes: [20, 24], scrape: 15, count: 500, repeat: 5, warmup: 65, series: true, counts: true, profile: null, live: false, all: false, dump: null, raw: false, cpu: null, parallel: 1, save: null };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--no-series') opts.series = false;
+    else if (argv[i] === '--raw') opts.raw = true;
     else if (argv[i] === '--no-count') opts.counts = false;
     else if (argv[i] === '--live') opts.live = true;
     else if (argv[i] === '--all') opts.all = true;
     else {
-      const m = /^--(minutes|every|nodes|scrape|count|repeat|warmup|profile|dump)(?:=(.*))?$/.exec(argv[i]);
+      const m = /^--(minutes|every|nodes|scrape|count|repeat|warmup|profile|dump|cpu|parallel|save)(?:=(.*))?$/.exec(argv[i]);
       if (!m) throw new Error(`unknown argument ${argv[i]} (see the top of ${__filename})`);
       const v = m[2] !== undefined ? m[2] : argv[++i];
-      opts[m[1]] = m[1] === 'nodes' ? v.split(',').map(Number) : m[1] === 'profile' || m[1] === 'dump' ? path.resolve(v) : Number(v);
+      opts[m[1]] = m[1] === 'nodes' ? v.split(',').map(Number) : m[1] === 'profile' || m[1] === 'dump' || m[1] === 'save' ? path.resolve(v) : m[1] === 'cpu' ? v : Number(v);
     }
   }
+  // The raw series' children share CPU 0 unless told otherwise (another bench may use the rest).
+  if (opts.raw && opts.cpu === null) opts.cpu = '0';
+  if (opts.raw) opts.counts = false;
   return opts;
 }
 
@@ -76,19 +89,70 @@ const VARIANTS = [
   { label: 'agent 100 ms', agent: true, env: { UVSCOPE_INTERVAL_MS: '100' } },
 ];
 
-async function runChild(children, { node, variant, mode, env, flags = [], timeoutMs, namespace }) {
+async function runChild(children, { node, variant, mode, env, flags = [], timeoutMs, namespace, cpu = null, raw = null }) {
   // Only NODE_OPTIONS and the shell's UVSCOPE_* are dropped: the variant sets what it needs.
   const childEnv = scrubEnv({ MODE: mode, NAMES: String(namespace ? NAMES : 0), ...env, ...(variant.agent ? { WITH_AGENT: '1', UVSCOPE_PROMETHEUS_PORT: '0', ...variant.env } : {}) });
-  const args = ['--expose-gc', ...flags, ...(variant.agent ? ['--require', path.join(REPO, 'register.js')] : []), APP];
+  let args = ['--expose-gc', ...flags, ...(variant.agent ? ['--require', path.join(REPO, 'register.js')] : []), APP];
+  let command = node;
+  // taskset execs node: the child's pid stays node's own, for the raw readings of /proc/<pid>.
+  if (cpu !== null) [command, args] = ['taskset', ['-c', cpu, node, ...args]];
   const hosts = `127.0.0.1 localhost\n${Array.from({ length: NAMES }, (_, i) => `127.0.0.1 n${i}.steady.bench`).join('\n')}\n`;
   const child = children.track(namespace
-    ? spawnInNamespace({ command: node, resolvConf: resolvConf({ nameserver: '127.0.0.1' }), hosts, args, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] })
-    : spawn(node, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] }));
+    ? spawnInNamespace({ command, resolvConf: resolvConf({ nameserver: '127.0.0.1' }), hosts, args, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(command, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const outside = raw ? rawReadings(child.pid, raw) : null;
   const { code, stdout, stderr, timedOut } = await childOutput(child, timeoutMs);
+  if (outside) outside.stop();
   if (timedOut || code !== 0) throw new Error(`${variant.label} (${mode}) ${timedOut ? 'overran' : `exited ${code}`}: ${stderr}`);
   // --trace-gc-nvp writes its lines to stdout too: the app's own are the JSON ones.
   const lines = stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
-  return { lines: lines.filter((l) => !l.done && !l.profile), totals: lines.find((l) => l.done), profile: (lines.find((l) => l.profile) || {}).profile, profiled: (lines.find((l) => l.profile) || {}).seconds, scavenges: scavenges(stdout) };
+  return { outside: outside && outside.readings, lines: lines.filter((l) => !l.done && !l.profile), totals: lines.find((l) => l.done), profile: (lines.find((l) => l.profile) || {}).profile, profiled: (lines.find((l) => l.profile) || {}).seconds, scavenges: scavenges(stdout) };
+}
+
+/**
+ * Raw readings of a child from outside, every `every` s from its spawn until stop(): VmRSS,
+ * RssAnon and RssFile from /proc/<pid>/status (no GC, nothing run in the child), and every 30 s
+ * other threads' malloc arenas from /proc/<pid>/smaps (as the app's mallocArenas() counts them).
+ * @param {number} pid
+ * @param {{ every: number }} opts
+ */
+function rawReadings(pid, { every }) {
+  const started = Date.now();
+  /** @type {{ t: number, rss: number, anon: number, file: number, threads: number, arenas?: number }[]} */
+  const readings = [];
+  const kb = (text, key) => Number((new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text) || [])[1] || 0) * 1024;
+  let k = 0;
+  const timer = setInterval(() => {
+    try {
+      const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+      const threads = Number((/^Threads:\s+(\d+)/m.exec(status) || [])[1] || 0);
+      const r = { t: (Date.now() - started) / 1000, rss: kb(status, 'VmRSS'), anon: kb(status, 'RssAnon'), file: kb(status, 'RssFile'), threads };
+      if (k++ % Math.max(1, Math.round(30 / every)) === 0) r.arenas = arenasOf(fs.readFileSync(`/proc/${pid}/smaps`, 'utf8'));
+      if (r.rss > 0) readings.push(r);
+    } catch {
+      // the child is gone
+    }
+  }, every * 1000);
+  return { readings, stop: () => clearInterval(timer) };
+}
+
+// Resident bytes of other threads' malloc arenas: anonymous rw-p mappings starting on a 64 MiB
+// boundary other than V8's 256 KiB pages (the app's mallocArenas(), on the text).
+function arenasOf(smaps) {
+  let counting = false;
+  let sum = 0;
+  for (const line of smaps.split('\n')) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ (\d+)\s*(.*)$/.exec(line);
+    if (head) {
+      const start = BigInt(`0x${head[1]}`);
+      const size = BigInt(`0x${head[2]}`) - start;
+      counting = head[3] === 'rw-p' && head[4] === '0' && head[5] === '' && start % 0x4000000n === 0n && size !== 0x40000n;
+      continue;
+    }
+    const m = counting && /^Rss:\s+(\d+) kB/.exec(line);
+    if (m) sum += Number(m[1]) * 1024;
+  }
+  return sum;
 }
 
 /**
@@ -101,9 +165,10 @@ async function runChild(children, { node, variant, mode, env, flags = [], timeou
 function scavenges(stdout) {
   const out = [];
   for (const line of stdout.split('\n')) {
-    const m = /\s(\d+) ms: .*\bgc=(s|mc)\b/.exec(line);
+    // name=value pairs, or on Node 26 one JSON object ("gc":"s", "promoted":123).
+    const m = /\s(\d+) ms: .*\bgc(?:=|":")(s|mc)\b/.exec(line);
     if (!m) continue;
-    const field = (name) => Number((new RegExp(`\\b${name}=(\\d+)`).exec(line) || [])[1] || 0);
+    const field = (name) => Number((new RegExp(`\\b${name}(?:=|":)(\\d+)`).exec(line) || [])[1] || 0);
     out.push({ t: Number(m[1]) / 1000, full: m[2] === 'mc', survived: field('promoted') + field('new_space_survived'), capacity: field('new_space_capacity') });
   }
   return out;
@@ -179,6 +244,53 @@ function printSeries(results, opts) {
   }
 }
 
+// The raw series: at 1, 3 and 10 min (those within --minutes, and the end) each child's VmRSS
+// read from outside (the reading at that time, and the mean of the readings of the 30 s up to it:
+// one reading moves with how far allocation reached into the young generation), the young
+// generation's size, other threads' arenas (the last reading of them), with the agent minus without;
+// then the traffic each child served against the rates asked (500 requests, 200 lookups a second).
+function printRaw(results, opts) {
+  const points = [1, 3, 10].filter((m) => m < opts.minutes).map((m) => m * 60).concat([opts.minutes * 60 - opts.every / 2]);
+  const at = (xs, t) => xs.filter((x) => x.t <= t + opts.every / 2).pop() || xs[0];
+  const meanRss = (xs, t) => {
+    const w = xs.filter((x) => x.t > t - 30 && x.t <= t + opts.every / 2);
+    return w.reduce((a, x) => a + x.rss, 0) / Math.max(1, w.length);
+  };
+  const arenas = (xs, t) => (xs.filter((x) => x.t <= t + opts.every / 2 && x.arenas !== undefined).pop() || { arenas: 0 }).arenas;
+  const sign = (d) => `${d >= 0 ? '+' : ''}${mib(d)}`;
+  // RSS less the young generation's resident pages (the child's reading nearest in time): what
+  // is left once V8's sizing of the young generation is set aside.
+  const rest = (r, t) => at(r.outside, t).rss - at(r.lines, t).youngPhysical;
+  console.log(`  ${'variant'.padEnd(13)} ${'min'.padStart(4)} ${'RSS'.padStart(7)} ${'mean 30s'.padStart(9)} ${'young'.padStart(6)} ${'less it'.padStart(8)} ${'arenas'.padStart(7)}   - without: RSS, mean 30s, young, RSS less it, arenas (MiB)`);
+  for (const t of points) {
+    for (const [i, r] of results.entries()) {
+      const o = at(r.outside, t);
+      const y = at(r.lines, t);
+      const base = results[0];
+      const cols = [mib(o.rss).padStart(7), mib(meanRss(r.outside, t)).padStart(9), mib(y.newSpace).padStart(6), mib(rest(r, t)).padStart(8), mib(arenas(r.outside, t)).padStart(7)];
+      const diff = i === 0 ? '' : `   ${sign(o.rss - at(base.outside, t).rss)}, ${sign(meanRss(r.outside, t) - meanRss(base.outside, t))}, ${sign(y.newSpace - at(base.lines, t).newSpace)}, ${sign(rest(r, t) - rest(base, t))}, ${sign(arenas(r.outside, t) - arenas(base.outside, t))}`;
+      console.log(`  ${VARIANTS[i].label.padEnd(13)} ${(t / 60).toFixed(1).padStart(4)} ${cols.join(' ')}${diff}`);
+      // The rest of the heap (old, code, large objects) resident, and how much of it holds objects
+      // (live or garbage a mark-compact has not collected yet), external memory.
+      const b = at(base.lines, t);
+      // A thread more than without: the blockers capture's worker (its own V8 heap, out of the
+      // main isolate's figures), started by a block of the loop (UVSCOPE_BLOCKERS=auto).
+      if (i > 0 && y.heapPhysical !== undefined) console.log(`  ${''.padEnd(18)} of RSS less the young generation: rest of the heap ${sign(y.heapPhysical - b.heapPhysical)} (objects in it ${sign(y.oldUsed - b.oldUsed)}, code space ${sign(y.codeSpace - b.codeSpace)}), external ${sign(y.external - b.external)}, file-backed ${sign(o.file - at(base.outside, t).file)}; threads ${o.threads} (without ${at(base.outside, t).threads})`);
+    }
+  }
+  for (const [i, r] of results.entries()) {
+    const seconds = opts.minutes * 60;
+    // From the child's readings (--trace-gc-nvp does not print the capacity on every V8).
+    const grew = r.lines.filter((p, k) => k > 0 && p.newSpace > r.lines[k - 1].newSpace).map((p) => `${p.t.toFixed(0)} s (${mib(p.newSpace)})`).join(', ') || '-';
+    // V8 doubles the young generation once the bytes that survived GCs since its last growth exceed
+    // its size; a memory-reducing mark-compact (V8's memory reducer, 100 s after a mark-compact)
+    // shrinks it back. So: what survived, and when the full GCs came.
+    const early = r.scavenges.filter((g) => g.t < 60).reduce((a, g) => a + g.survived, 0);
+    const fulls = r.scavenges.filter((g) => g.full).map((g) => `${g.t.toFixed(0)} s`).join(', ') || '-';
+    console.log(`  ${VARIANTS[i].label.padEnd(13)} served ${(r.totals.requests / seconds).toFixed(0)} requests/s, ${(r.totals.lookups / seconds).toFixed(0)} lookups/s (asked 500, 200), ${r.totals.errors} errors; young generation changed by the reading at ${grew}; survived young GCs ${mib(early)} MiB in the first minute, ${((survivedPerSecond(r) || 0) / 1024).toFixed(1)} KB/s after; full GCs at ${fulls}`);
+  }
+}
+
 // The functions that allocated what survived a scavenge (the children's sampling heap profile
 // after the first minute), the top 25 of each variant, and the whole list in a file. With --all:
 // everything allocated over PROFILE_FOR s, per second, the agent's own frames apart (each sample
@@ -232,33 +344,47 @@ async function main() {
   const namespace = support.ok;
   if (!namespace) console.log(`no private mount namespace (${support.reason}): the children look up localhost`);
   const children = new Children();
-  const bound = opts.nodes.length * ((opts.series ? opts.minutes * 60 + 20 : 0) + (opts.counts ? opts.warmup + 60 + 30 * opts.repeat : 0)) + 120;
+  const bound = Math.ceil(opts.nodes.length / opts.parallel) * (opts.series ? opts.minutes * 60 + 20 : 0) + opts.nodes.length * (opts.counts ? opts.warmup + 60 + 30 * opts.repeat : 0) + 120;
   const dog = watchdog('bench/steady-memory.js', bound * 1000, () => children);
   process.once('SIGINT', () => {
     children.killAll();
     process.exit(130);
   });
   try {
-    console.log(`${opts.minutes} min, 500 requests/s on keep-alive and 200 lookups/s over ${namespace ? NAMES : 1} names; readings every ${opts.every} s after full GCs; /metrics scraped every ${opts.scrape || '-'} s; ${os.loadavg()[0].toFixed(1)} load`);
+    console.log(`${opts.minutes} min, 500 requests/s on keep-alive and 200 lookups/s over ${namespace ? NAMES : 1} names; readings every ${opts.every} s ${opts.raw ? 'without GC, RSS from /proc/<pid>/status' : 'after full GCs'}; /metrics scraped every ${opts.scrape || '-'} s; children on CPU ${opts.cpu === null ? 'any' : opts.cpu}; ${os.loadavg()[0].toFixed(1)} load`);
+    const versionOf = (major) => require('child_process').execFileSync(nodeBinary(major), ['--version']).toString().trim();
+    const series = async (major) => {
+      const node = nodeBinary(major);
+      const env = { SECONDS_TOTAL: String(opts.minutes * 60), EVERY: String(opts.every), SCRAPE: String(opts.scrape), ...(opts.raw ? { RAW: '1' } : {}) };
+      const timeoutMs = (opts.minutes * 60 + 60) * 1000;
+      const flags = ['--trace-gc-nvp'];
+      if (opts.dump) fs.mkdirSync(opts.dump, { recursive: true });
+      const dumpTo = (variant) => (opts.dump ? { DUMP: path.join(opts.dump, `node${major}-${variant.label.replace(/\s+/g, '-')}`) } : {});
+      return Promise.all(VARIANTS.map((variant) => runChild(children, { node, variant, mode: 'series', env: { ...env, ...dumpTo(variant), ...(opts.profile ? { PROFILE: opts.live ? 'live' : opts.all ? 'all' : '1' } : {}) }, flags, timeoutMs, namespace, cpu: opts.cpu, raw: opts.raw ? { every: opts.every } : null })));
+    };
+    // --parallel N: N majors' series at once (each major's three children side by side).
+    for (let k = 0; opts.series && k < opts.nodes.length; k += opts.parallel) {
+      const majors = opts.nodes.slice(k, k + opts.parallel);
+      const all = await Promise.all(majors.map(series));
+      for (const [j, major] of majors.entries()) {
+        console.log(`\nnode ${versionOf(major)}: ${opts.raw ? 'raw series' : 'series'}${majors.length > 1 ? ` (beside ${majors.filter((m) => m !== major).join(', ')})` : ''}`);
+        if (opts.save) {
+          fs.mkdirSync(opts.save, { recursive: true });
+          fs.writeFileSync(path.join(opts.save, `node${major}.json`), JSON.stringify(all[j].map((r, i) => ({ variant: VARIANTS[i].label, outside: r.outside, lines: r.lines, totals: r.totals, gcs: r.scavenges }))));
+        }
+        if (opts.raw) printRaw(all[j], opts);
+        else printSeries(all[j], opts);
+        if (opts.profile) printProfiles(all[j], opts.profile, major, opts.all);
+      }
+    }
     for (const major of opts.nodes) {
       const node = nodeBinary(major);
-      const version = require('child_process').execFileSync(node, ['--version']).toString().trim();
-      if (opts.series) {
-        console.log(`\nnode ${version}: series`);
-        const env = { SECONDS_TOTAL: String(opts.minutes * 60), EVERY: String(opts.every), SCRAPE: String(opts.scrape) };
-        const timeoutMs = (opts.minutes * 60 + 60) * 1000;
-        const flags = ['--trace-gc-nvp'];
-        if (opts.dump) fs.mkdirSync(opts.dump, { recursive: true });
-        const dumpTo = (variant) => (opts.dump ? { DUMP: path.join(opts.dump, `node${major}-${variant.label.replace(/\s+/g, '-')}`) } : {});
-        const results = await Promise.all(VARIANTS.map((variant) => runChild(children, { node, variant, mode: 'series', env: { ...env, ...dumpTo(variant), ...(opts.profile ? { PROFILE: opts.live ? 'live' : opts.all ? 'all' : '1' } : {}) }, flags, timeoutMs, namespace })));
-        printSeries(results, opts);
-        if (opts.profile) printProfiles(results, opts.profile, major, opts.all);
-      }
+      const version = versionOf(major);
       if (opts.counts) {
         console.log(`\nnode ${version}: bytes the agent allocates (per sample and per second at 1 s and 100 ms; per event at 1 s), ${opts.count} events a window`);
         const env = { COUNT: String(opts.count), REPEAT: String(opts.repeat), WARMUP: String(opts.warmup) };
         const flags = ['--min-semi-space-size=64', '--max-semi-space-size=64'];
-        const run = (variant, extra = {}) => runChild(children, { node, variant, mode: 'count', env: { ...env, ...extra }, flags, timeoutMs: (opts.warmup + 60 + 30 * opts.repeat) * 1000, namespace });
+        const run = (variant, extra = {}) => runChild(children, { node, variant, mode: 'count', env: { ...env, ...extra }, flags, timeoutMs: (opts.warmup + 60 + 30 * opts.repeat) * 1000, namespace, cpu: opts.cpu });
         // At 100 ms a chunk of events cannot fit between two samples: that child measures the
         // sample and the second only.
         const [without, withAgent, fast] = await Promise.all([run(VARIANTS[0]), run(VARIANTS[1]), run(VARIANTS[2], { NO_EVENTS: '1' })]);
