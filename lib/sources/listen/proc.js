@@ -156,6 +156,10 @@ function openNetstat(file = '/proc/net/netstat') {
   // read and again whenever the header's length changes (it does not while the kernel runs).
   let headerLength = -1;
   const columns = new Int32Array(NETSTAT_COUNTERS.length).fill(-1);
+  // The counters the kernel has, in column order: `order` their indexes in NETSTAT_COUNTERS, so the
+  // values line is walked once, up to the last column wanted (81 of 136 fields here), one
+  // comparison a field (~70 us a read less, cold, in V8's interpreter).
+  let order = new Int32Array(0);
   const reader = {
     /** @param {Float64Array} into */
     read(into) {
@@ -173,6 +177,7 @@ function openNetstat(file = '/proc/net/netstat') {
         headerLength = headEnd - head;
         const names = buf.toString('latin1', head, headEnd).split(' ');
         for (let k = 0; k < NETSTAT_COUNTERS.length; k++) columns[k] = names.indexOf(NETSTAT_COUNTERS[k]);
+        order = Int32Array.from(NETSTAT_COUNTERS.keys()).filter((k) => columns[k] > 0).sort((a, b) => columns[a] - columns[b]);
       }
       // the values line follows the header
       const start = headEnd + 1;
@@ -180,11 +185,12 @@ function openNetstat(file = '/proc/net/netstat') {
       if (end === -1 || end > n) return false;
       into.fill(NaN);
       let field = 0;
+      let next = 0;
       let i = start;
-      while (i < end) {
+      while (i < end && next < order.length) {
         const s = i;
         while (i < end && buf[i] !== 0x20) i++;
-        for (let k = 0; k < columns.length; k++) if (columns[k] === field) into[k] = decimal(buf, s, i);
+        if (field === columns[order[next]]) into[order[next++]] = decimal(buf, s, i);
         field++;
         i++;
       }
