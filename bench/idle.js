@@ -17,6 +17,9 @@
 // --settle 60 measures after V8 has compiled what a sample runs (in the first minute V8's helper
 // threads compile the agent's code, run once a second, tier by tier: on Node 20 more CPU than the
 // sample's own), the idle of a process that has run a while.
+// Also printed per variant: the main thread's share of that CPU and its wake-ups a second
+// (voluntary context switches of the main thread, /proc/<pid>/status), the rest being V8's
+// helper threads (GC, the optimizing compiler) and the pool's.
 // Bounded: rounds x (idle + settle + ~2 s); a watchdog ends the run at twice that plus 30 s.
 
 const fs = require('fs');
@@ -66,6 +69,13 @@ function parseArgs(argv) {
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The process's CPU (ns, all threads), its main thread's, and the main thread's voluntary switches. */
+function reading(pid) {
+  const main = Number(fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'latin1').split(' ')[0]);
+  const m = /voluntary_ctxt_switches:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'latin1'));
+  return { all: processCpuNs(pid), main, switches: m ? Number(m[1]) : NaN };
+}
 const children = new Children();
 
 function cleanEnv(extra) {
@@ -101,10 +111,16 @@ async function round(opts) {
     for (const id of opts.variants) up.push(await start(id, opts));
     for (const u of up) await warm(u.port);
     await sleep(opts.settle * 1000);
-    const cpu0 = up.map((u) => processCpuNs(u.child.pid));
+    const r0 = up.map((u) => reading(u.child.pid));
     await sleep(opts.idle * 1000);
-    const cpu1 = up.map((u) => processCpuNs(u.child.pid));
-    return up.map((u, k) => ({ id: u.id, msPerMinute: ((cpu1[k] - cpu0[k]) / 1e6) * (60 / opts.idle) }));
+    const r1 = up.map((u) => reading(u.child.pid));
+    const perMinute = (ns) => (ns / 1e6) * (60 / opts.idle);
+    return up.map((u, k) => ({
+      id: u.id,
+      msPerMinute: perMinute(r1[k].all - r0[k].all),
+      mainMsPerMinute: perMinute(r1[k].main - r0[k].main),
+      wakeupsPerSecond: (r1[k].switches - r0[k].switches) / opts.idle,
+    }));
   } finally {
     await Promise.all(up.map((u) => stopChild(u.child, { signal: 'SIGTERM', graceMs: 5000 })));
   }
@@ -117,13 +133,26 @@ async function main() {
   const before = machine();
   const nodeVersion = spawnSync(opts.node, ['-v'], { encoding: 'utf8' }).stdout.trim();
   const runs = new Map(opts.variants.map((id) => [id, []]));
-  for (let r = 0; r < opts.rounds; r++) for (const x of await round(opts)) runs.get(x.id).push(x.msPerMinute);
+  const mains = new Map(opts.variants.map((id) => [id, []]));
+  const wakeups = new Map(opts.variants.map((id) => [id, []]));
+  for (let r = 0; r < opts.rounds; r++) {
+    for (const x of await round(opts)) {
+      runs.get(x.id).push(x.msPerMinute);
+      mains.get(x.id).push(x.mainMsPerMinute);
+      wakeups.get(x.id).push(x.wakeupsPerSecond);
+    }
+  }
   console.log(`${before.date}, servers on node ${nodeVersion}, ${before.cpus} CPUs; load ${before.load} before, ${machine().load} after`);
   console.log(`${opts.rounds} rounds, all variants idle together on CPU ${SERVER_CPU} for ${opts.idle} s from ${opts.settle} s after their warm-up; idle CPU (all threads) in ms per minute: median (range)`);
   const med = {};
   for (const [id, xs] of runs) {
     med[id] = median(xs);
     console.log(`${id.padEnd(12)} ${med[id].toFixed(0).padStart(6)} (${Math.min(...xs).toFixed(0)}..${Math.max(...xs).toFixed(0)})  rounds: ${xs.map((x) => x.toFixed(0)).join(' ')}`);
+  }
+  console.log('main thread: ms per minute, median (range); its wake-ups a second, median');
+  for (const [id, xs] of mains) {
+    const w = wakeups.get(id);
+    console.log(`${id.padEnd(12)} ${median(xs).toFixed(0).padStart(6)} (${Math.min(...xs).toFixed(0)}..${Math.max(...xs).toFixed(0)})  wake-ups/s ${median(w).toFixed(1)}`);
   }
   if (med.uvscope !== undefined) {
     for (const id of Object.keys(med).filter((x) => x !== 'uvscope' && x !== 'none')) {

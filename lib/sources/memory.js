@@ -15,7 +15,9 @@ const gcTypes = (constants) => new Map([
 // libuv reports "no limit" as the largest uint64 (Node 20 shows 2^64) or 0 / undefined.
 const NO_LIMIT = 2 ** 60;
 // The cgroup's limit changes only when the container is resized: read at most this often, since
-// process.constrainedMemory() opens, reads and closes /proc/self/cgroup and two cgroup files.
+// process.constrainedMemory() opens, reads and closes /proc/self/cgroup and two cgroup files. The
+// heap limit is read with it: V8 moves it only when a near-heap-limit callback raises it
+// (--heapsnapshot-near-heap-limit), and v8.getHeapStatistics() makes an object of 14 figures.
 const LIMIT_READ_MS = 10000;
 
 /** Upper bounds for GC pauses. */
@@ -31,7 +33,8 @@ const METRICS = Object.freeze([
 
 /**
  * The V8 heap limit against the memory the container (cgroup) allows, and GC pauses by kind.
- * @param {{ constrainedMemory?: () => number|undefined, gc?: boolean }} [options]
+ * @param {{ constrainedMemory?: () => number|undefined, heapLimit?: () => number, now?: () => number, gc?: boolean }} [options]
+ *   heapLimit and now: v8's heap_size_limit and performance.now() by default (tests)
  */
 function createMemorySampler(options = {}) {
   // v8 and perf_hooks load with the sampler, not with its declaration (they would cost the preload).
@@ -43,6 +46,7 @@ function createMemorySampler(options = {}) {
   const gcAttributes = new Map(); // type -> its points' attributes, the same frozen object every sample
   let observer = null;
   let limit = null;
+  let heapLimit = 0;
   let limitAt = -Infinity;
   if (options.gc !== false) {
     try {
@@ -65,13 +69,14 @@ function createMemorySampler(options = {}) {
   return {
     name: 'memory',
     sample() {
-      /** @type {import('./index').RawPoint[]} */
-      const out = [{ name: 'v8js.memory.heap.limit', attributes: NO_ATTRIBUTES, value: v8.getHeapStatistics().heap_size_limit }];
-      const now = performance.now();
+      const now = options.now ? options.now() : performance.now();
       if (now - limitAt >= LIMIT_READ_MS) {
+        heapLimit = options.heapLimit ? options.heapLimit() : v8.getHeapStatistics().heap_size_limit;
         limit = containerLimit(constrained);
         limitAt = now;
       }
+      /** @type {import('./index').RawPoint[]} */
+      const out = [{ name: 'v8js.memory.heap.limit', attributes: NO_ATTRIBUTES, value: heapLimit }];
       if (limit !== null) out.push({ name: 'nodejs.memory.constrained', attributes: NO_ATTRIBUTES, value: limit });
       gc.forEach((h, type) => {
         let attributes = gcAttributes.get(type);

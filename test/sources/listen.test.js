@@ -58,6 +58,35 @@ describe('sources/listen: procfs readers', () => {
     t.close();
   });
 
+  it('asks the next read for the bytes up to the row it needed, and still finds a row that moved further or nearer', () => {
+    const file = path.join(tmp, 'tcp-moves');
+    const rows = (n, at) => {
+      let text = HEADER;
+      for (let i = 0; i < n; i++) text += row(i, 1000 + i, 0x0a, i === at ? 4 : 0, i === at ? 777 : 60000 + i);
+      return text + row(n, 9, 0x01, 0, 1);
+    };
+    fs.writeFileSync(file, rows(200, 4));
+    const t = proc.openListenTable(file);
+    const read = () => {
+      const want = new Map([[777, -1]]);
+      return { found: t.read(want, 1), queue: want.get(777), bytes: t.lastBytes };
+    };
+    // The first read asks for 1024 bytes (the header and the 5th row fit); the next, for those 6 rows only.
+    assert.deepEqual(read(), { found: 1, queue: 4, bytes: 1024 });
+    assert.deepEqual(read(), { found: 1, queue: 4, bytes: 6 * 150 });
+    // Listeners came in front of it: past what the last read needed, it reads on.
+    fs.writeFileSync(file, rows(200, 150));
+    const further = read();
+    assert.deepEqual([further.found, further.queue], [1, 4]);
+    assert.ok(further.bytes >= 152 * 150, JSON.stringify(further));
+    assert.deepEqual(read(), { found: 1, queue: 4, bytes: 152 * 150 });
+    // Listeners gone from in front of it: found in what the last read needed, then asks for less.
+    fs.writeFileSync(file, rows(200, 0));
+    assert.deepEqual(read(), { found: 1, queue: 4, bytes: 16384 }); // a buffer's worth at most a read
+    assert.deepEqual(read(), { found: 1, queue: 4, bytes: 2 * 150 });
+    t.close();
+  });
+
   it('reads the TcpExt counters by their header, NaN for one the kernel lacks', () => {
     const file = path.join(tmp, 'netstat');
     fs.writeFileSync(file, 'TcpExt: SyncookiesSent Foo ListenOverflows ListenDrops TCPReqQFullDrop\nTcpExt: 5 1 12345678901 13 2\nIpExt: InNoRoutes\nIpExt: 0\n');

@@ -52,4 +52,26 @@ describe('samplers/memory', () => {
       free.close();
     }
   });
+
+  it('reports the heap limit at every sample, read with the container\'s: a limit that moved is reported within 10 s', () => {
+    const { createMemorySampler } = require('../../lib/sources/memory');
+    const value = (p, name) => (p.find((x) => x.name === name) || {}).value;
+    let heap = 512 * MiB;
+    let cgroup = 1024 * MiB;
+    let now = 0;
+    const s = createMemorySampler({ gc: false, heapLimit: () => heap, constrainedMemory: () => cgroup, now: () => now });
+    try {
+      assert.equal(value(s.sample(), 'v8js.memory.heap.limit'), 512 * MiB);
+      heap = 768 * MiB; // raised, as a near-heap-limit callback does
+      cgroup = 2048 * MiB;
+      now = 9999;
+      const within = s.sample();
+      assert.deepEqual([value(within, 'v8js.memory.heap.limit'), value(within, 'nodejs.memory.constrained')], [512 * MiB, 1024 * MiB]);
+      now = 10000;
+      const after = s.sample();
+      assert.deepEqual([value(after, 'v8js.memory.heap.limit'), value(after, 'nodejs.memory.constrained')], [768 * MiB, 2048 * MiB]);
+    } finally {
+      s.close();
+    }
+  });
 });

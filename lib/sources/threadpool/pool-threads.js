@@ -2,6 +2,7 @@
 
 const fs = require('fs');
 const { round } = require('../../core/format');
+const { closeKept } = require('../kept-fd');
 
 // libuv 1.50+ (Node 22+) names its pool threads (src/threadpool.c: uv_thread_setname).
 const WORKER_NAME = 'libuv-worker';
@@ -76,6 +77,12 @@ class PoolThreads {
   // readings read these and list the directory again only when one is gone.
   /** @type {string[]|null} */
   #workers = null;
+  // Before the pool starts, the directory is listed again only when its link count moved: a
+  // directory's count is 2 plus its subdirectories, a thread each in /proc/<pid>/task (fs/proc/
+  // base.c proc_task_getattr), read by an fstat of a kept descriptor (~10 us a sample where a
+  // readdir costs ~120). -1: list at every reading (no count, or a filesystem without one).
+  #dirFd = null;
+  #links = -1;
 
   /**
    * @param {object} [options]
@@ -100,25 +107,26 @@ class PoolThreads {
     if (this.#unavailable) return { available: false, reason: this.#unavailable };
     let found = this.#workers ? this.#knownWorkerTimes(this.#workers) : null;
     if (!found) {
+      const links = this.#linkCount();
+      if (links !== -1 && links === this.#links) return this.#noWorkers(this.#hrtime());
       let tids;
       try {
         tids = fs.readdirSync(this.#root);
       } catch (err) {
         this.#unavailable = `${this.#root} cannot be read (${err.code || err.message})`;
+        this.close();
         return { available: false, reason: this.#unavailable };
       }
       found = this.#workerTimes(tids);
       // Only the process's own pool is known to start at once (a test's directory may not).
       this.#workers = found.cpu.size > 0 && this.#root === TASKS ? [...found.cpu.keys()] : null;
+      // Counted before the listing: a thread started between the two is listed at the next reading.
+      if (found.cpu.size === 0) this.#links = links;
+      else this.close();
     }
     const at = this.#hrtime();
     const { cpu, hasWait } = found;
-    if (cpu.size === 0) {
-      this.#previous = { at, cpu };
-      // The pool starts with its first job; before that no worker exists yet, named or not.
-      if (!namesWorkers()) return { available: false, reason: UNNAMED };
-      return { available: false, reason: 'no libuv-worker thread yet (the pool starts with its first job)', workers: 0 };
-    }
+    if (cpu.size === 0) return this.#noWorkers(at);
     const previous = this.#previous;
     this.#previous = { at, cpu };
     if (!previous || previous.cpu.size === 0) return { available: false, reason: 'first reading (CPU time per interval needs two)' };
@@ -127,6 +135,36 @@ class PoolThreads {
       available: true, threads: cpu.size, computing: round(computing, 3), runnable: hasWait ? round(runnable, 3) : null,
       schedulings: hasWait ? Math.round(slices) : null, meanWaitSeconds: hasWait ? round(meanWait, 9) : null,
     };
+  }
+
+  /** Closes the task directory's descriptor (kept while no worker is found). */
+  close() {
+    this.#dirFd = closeKept(this.#dirFd);
+    this.#links = -1;
+  }
+
+  /**
+   * No worker found: the pool starts with its first job; before that no worker exists yet, named or not.
+   * @param {bigint} at
+   * @returns {PoolThreadsReading}
+   */
+  #noWorkers(at) {
+    if (this.#previous === null || this.#previous.cpu.size > 0) this.#previous = { at, cpu: new Map() };
+    else this.#previous.at = at;
+    if (!namesWorkers()) return { available: false, reason: UNNAMED };
+    return NO_WORKERS;
+  }
+
+  // The task directory's link count now (-1 where it cannot be read or is not kept by the filesystem).
+  #linkCount() {
+    try {
+      if (this.#dirFd === null) this.#dirFd = fs.openSync(this.#root, 'r');
+      const n = fs.fstatSync(this.#dirFd).nlink;
+      return n > 1 ? n : -1;
+    } catch {
+      this.#dirFd = closeKept(this.#dirFd);
+      return -1;
+    }
   }
 
   // CPU times of the pool's threads now, and whether every one has schedstat (a runnable time).
@@ -201,6 +239,9 @@ function namesWorkers() {
   }
   return named;
 }
+
+/** @type {PoolThreadsReading} */
+const NO_WORKERS = Object.freeze({ available: false, reason: 'no libuv-worker thread yet (the pool starts with its first job)', workers: 0 });
 
 const UNNAMED = `libuv ${process.versions.uv} (Node ${process.versions.node.split('.')[0]}) does not name its pool threads (libuv 1.50+, Node 22+ does)`;
 

@@ -45,7 +45,7 @@ const BUSY_THREADS = 0.05;
  *   general queue and calls done at its callback (tests); by default an fs.access of '/'
  * @param {object} [options.tracer] tracer settings ({ mode, thresholdMs, windowMs, cooldownMs });
  *   see lib/sources/threadpool/tracer.js
- * @param {{ read(): object }} [options.poolThreads] busy pool threads (lib/sources/threadpool/pool-threads.js)
+ * @param {{ read(): object, close?(): void }} [options.poolThreads] busy pool threads (lib/sources/threadpool/pool-threads.js)
  */
 function createThreadpoolSampler(options = {}) {
   // The dns probe is a getnameinfo of 127.0.0.1 (a job that takes a DNS slot, as a getaddrinfo
@@ -123,6 +123,7 @@ function createThreadpoolSampler(options = {}) {
     close() {
       closed = true;
       tracer.close();
+      if (typeof poolThreads.close === 'function') poolThreads.close();
     },
   };
 }
