@@ -128,14 +128,14 @@ function intervalBlocks(d, kept) {
 }
 
 /**
- * What makes two blockers the same: the frame that ran, where, and the app's frame under it.
+ * What makes two blockers the same: the function that ran and the app's function under it.
  * @param {{ frame: any, appFrame?: any }} b
  * @returns {string}
  */
 function blockerKey(b) {
-  const f = b.frame;
-  const a = b.appFrame;
-  return `${f.function}\0${f.file}\0${f.line}\0${a ? `${a.function}\0${a.file}\0${a.line}` : ''}`;
+  // a function by its name and file (its line when anonymous), as a block's summary groups them
+  const fn = (f) => `${f.function}\0${f.file}${f.function === '(anonymous)' ? `\0${f.line}` : ''}`;
+  return `${fn(b.frame)}\0${b.appFrame ? fn(b.appFrame) : ''}`;
 }
 
 module.exports = { intervalBlocks, IntervalBlocks, MAX_KEPT };

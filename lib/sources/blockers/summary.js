@@ -44,11 +44,20 @@ function summarize(samples, root) {
         break;
       }
     }
+    // One blocker a function (a loop samples at many of its lines), its frames those of the line
+    // with the most time; an anonymous function is told apart by its line.
     const top = frames[0];
-    const key = `${top.function}\0${top.filename}\0${top.lineno}\0${app >= 0 ? `${frames[app].function}\0${frames[app].filename}\0${frames[app].lineno}` : ''}`;
+    const key = `${fnKey(top)}\0${app >= 0 ? fnKey(frames[app]) : ''}`;
+    const at = `${top.lineno}\0${app >= 0 ? frames[app].lineno : ''}`;
     const g = groups.get(key);
-    if (g) g.ms += s.ms;
-    else groups.set(key, { frames, app, ms: s.ms });
+    if (!g) {
+      groups.set(key, { frames, app, ms: s.ms, lines: new Map([[at, s.ms]]), best: s.ms });
+      continue;
+    }
+    g.ms += s.ms;
+    const ms = (g.lines.get(at) || 0) + s.ms;
+    g.lines.set(at, ms);
+    if (ms > g.best) Object.assign(g, { frames, app, best: ms });
   }
   if (out.capturedMs <= 0) return out;
   out.blockers = [...groups.values()].sort((a, b) => b.ms - a.ms).slice(0, MAX_BLOCKERS).map((g) => ({
@@ -58,6 +67,12 @@ function summarize(samples, root) {
     share: g.ms / out.capturedMs,
   }));
   return out;
+}
+
+/** A frame's function: its name and file, and its line when it has no name. */
+function fnKey(f) {
+  const anonymous = !f.function || f.function === '?' || f.function === '(anonymous)';
+  return `${f.function}\0${f.filename}${anonymous ? `\0${f.lineno}` : ''}`;
 }
 
 // uvscope's own code (its lib/ and register.js, wherever it is installed): never the app's frame
