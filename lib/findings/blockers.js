@@ -6,6 +6,8 @@
 // block. Most intervals have no block: they share one frozen object. What the findings say of
 // them over the window is in found/blockers.js, loaded once a finding needs it.
 
+const { functionKey } = require('../core/frames');
+
 // Blockers kept per interval: the costliest, merged by frame (the source gives up to 5 a block).
 const MAX_KEPT = 5;
 
@@ -133,9 +135,7 @@ function intervalBlocks(d, kept) {
  * @returns {string}
  */
 function blockerKey(b) {
-  // a function by its name and file (its line when anonymous), as a block's summary groups them
-  const fn = (f) => `${f.function}\0${f.file}${f.function === '(anonymous)' ? `\0${f.line}` : ''}`;
-  return `${fn(b.frame)}\0${b.appFrame ? fn(b.appFrame) : ''}`;
+  return `${functionKey(b.frame)}\0${b.appFrame ? functionKey(b.appFrame) : ''}`;
 }
 
 module.exports = { intervalBlocks, IntervalBlocks, MAX_KEPT };

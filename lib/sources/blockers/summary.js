@@ -5,6 +5,7 @@
 // it and the package it is in), costliest first with their share of the block's sampled time.
 
 const path = require('path');
+const { functionKey } = require('../../core/frames');
 
 const MAX_BLOCKERS = 5;
 
@@ -47,7 +48,7 @@ function summarize(samples, root) {
     // One blocker a function (a loop samples at many of its lines), its frames those of the line
     // with the most time; an anonymous function is told apart by its line.
     const top = frames[0];
-    const key = `${fnKey(top)}\0${app >= 0 ? fnKey(frames[app]) : ''}`;
+    const key = `${functionKey(frameOf(top, root))}\0${app >= 0 ? functionKey(frameOf(frames[app], root)) : ''}`;
     const at = `${top.lineno}\0${app >= 0 ? frames[app].lineno : ''}`;
     const g = groups.get(key);
     if (!g) {
@@ -67,12 +68,6 @@ function summarize(samples, root) {
     share: g.ms / out.capturedMs,
   }));
   return out;
-}
-
-/** A frame's function: its name and file, and its line when it has no name. */
-function fnKey(f) {
-  const anonymous = !f.function || f.function === '?' || f.function === '(anonymous)';
-  return `${f.function}\0${f.filename}${anonymous ? `\0${f.lineno}` : ''}`;
 }
 
 // uvscope's own code (its lib/ and register.js, wherever it is installed): never the app's frame
