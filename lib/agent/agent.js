@@ -140,10 +140,11 @@ class Agent {
    */
   sampleNow() {
     this.#startRest();
-    const { countResources, samplePoints, collectDetails, endIntervals, errorPoints, deepFreeze } = lazy.sampling;
+    const { countResources, samplePoints, collectDetails, endIntervals, errorPoints, reuseFrozen } = lazy.sampling;
     const samplers = this.#samplers;
     const tick = { resources: countResources() };
-    const points = samplePoints(samplers, tick);
+    const previous = this.#latest;
+    const points = samplePoints(samplers, tick, previous ? previous.points : undefined);
     const time = Date.now();
     const details = collectDetails(samplers);
     endIntervals(samplers);
@@ -154,7 +155,8 @@ class Agent {
     const findings = this.#evaluateFindings(time, points, details);
     const signals = this.#signals();
     points.push(...errorPoints());
-    const snapshot = deepFreeze({ time, intervalMs: this.#options.intervalMs, points, details, findings, signals });
+    // Frozen whole; the parts equal to the previous snapshot's are its (lib/agent/sampling.js).
+    const snapshot = reuseFrozen(previous, { time, intervalMs: this.#options.intervalMs, points, details, findings, signals });
     this.#latest = snapshot;
     if (this.#history) this.#safely('page', () => this.#history.add(snapshot));
     this.#exportAll(snapshot);
