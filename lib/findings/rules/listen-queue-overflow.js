@@ -69,8 +69,8 @@ module.exports = defineRule({
     o.rose = state.last !== null && o.overflows !== state.last;
     state.last = o.overflows;
   },
-  // Nothing to fire on: the counter did not rise since its reading before (a window of such
-  // readings holds one value; its first, the engine's first reading, rose from nothing).
+  // Nothing to fire on: the counter did not rise since its reading before (the engine's first
+  // reading counts as quiet): a window of such readings holds one value, so no rise.
   quiet: (s, lim) => lim.listenOverflows > 0 && !(s.own[ID] && s.own[ID].rose),
   evaluate(window, lim) {
     // The gate, every sample: the counter's rise over the window, in a loop that allocates nothing.
