@@ -19,6 +19,9 @@ const ENGINE_LIMITS = Object.freeze({
 // interval enters the window.
 const KEEPING = RULES.filter((r) => r.interval);
 const ENTERING = RULES.map((r, i) => i).filter((i) => RULES[i].enter);
+// The rules that say when an interval gives them nothing to fire on (rule.quiet()), a bit each.
+const QUIETING = RULES.map((r, i) => i).filter((i) => RULES[i].quiet);
+if (QUIETING.length > 30) throw new Error('findings engine: more than 30 rules with quiet()');
 
 /**
  * Every limit by name: the engine's and each rule's. A name is declared once.
@@ -55,10 +58,17 @@ class FindingsEngine {
   #states;
   // The summaries' numbers, a row per summary of the full window (lib/core/columns.js).
   #cells;
+  // Per summary of the window (same order), the QUIETING rules it is not quiet for, a bit each;
+  // per rule (by its index in RULES), how many summaries of the window are not quiet for it. A
+  // rule whose count is 0 finds nothing and is not evaluated.
+  #loud = [];
+  #loudCount = new Int32Array(RULES.length);
+  #checkQuiet;
 
-  /** @param {{ intervalMs: number, startTime?: number, limits?: Partial<typeof LIMITS> }} options */
-  constructor({ intervalMs, startTime = Date.now(), limits = {} }) {
+  /** @param {{ intervalMs: number, startTime?: number, limits?: Partial<typeof LIMITS>, checkQuiet?: boolean }} options */
+  constructor({ intervalMs, startTime = Date.now(), limits = {}, checkQuiet = false }) {
     this.#lim = { ...LIMITS, ...limits };
+    this.#checkQuiet = checkQuiet;
     this.#size = Math.max(1, Math.ceil(this.#lim.windowMs / intervalMs));
     this.#cells = windowColumns(this.#size);
     this.#previousTime = startTime;
@@ -80,6 +90,7 @@ class FindingsEngine {
     // (its parts too: the rules' own figures, the pool's, the hostnames'): what the window keeps
     // lives for its 60 s, and new objects for it every interval would all survive scavenges.
     const leaving = window.length >= this.#size ? window.shift() : null;
+    if (leaving) this.#count(this.#loud.shift(), -1);
     const summary = summarizeInterval(sample, this.#previous, this.#previousTime, leaving, this.#spareHosts, this.#cells);
     deriveSignals(summary, lim);
     if (KEEPING.length) {
@@ -101,13 +112,28 @@ class FindingsEngine {
     mergeHosts(window, lim.windowMs / HOST_BUCKETS, this.#spareHosts);
     this.#keepCallers(sample);
     this.#context.resolver = sample.details.resolver;
+    // Judged once its hostnames are merged: the latest summary of a bucket carries the bucket's.
+    const loud = loudBits(summary, lim, states);
+    this.#loud.push(loud);
+    this.#count(loud, 1);
     const found = [];
+    const counts = this.#loudCount;
     for (let i = 0; i < RULES.length; i++) {
       const rule = RULES[i];
+      if (rule.quiet && counts[i] === 0) {
+        if (this.#checkQuiet) checkQuiet(rule, window, lim, this.#context, states[i]);
+        continue;
+      }
       const result = rule.evaluate(window, lim, this.#context, states[i]);
       if (result) found.push({ id: rule.id, ...result });
     }
     return rankByImpact(found, lim);
+  }
+
+  // Add (by 1 or -1) a summary's not-quiet bits to the rules' counts.
+  #count(bits, by) {
+    if (bits === 0) return;
+    for (let b = 0; b < QUIETING.length; b++) if (bits & (1 << b)) this.#loudCount[QUIETING[b]] += by;
   }
 
   /**
@@ -141,10 +167,27 @@ class FindingsEngine {
   }
 }
 
+// The QUIETING rules (a bit each, in their order) that an interval's summary is not quiet for.
+function loudBits(summary, lim, states) {
+  let bits = 0;
+  for (let b = 0; b < QUIETING.length; b++) {
+    const i = QUIETING[b];
+    if (!RULES[i].quiet(summary, lim, states[i])) bits |= 1 << b;
+  }
+  return bits;
+}
+
+// The ground truth of quiet() (checkQuiet, in tests): a rule skipped for a quiet window is
+// evaluated anyway, and must find nothing.
+function checkQuiet(rule, window, lim, context, state) {
+  if (rule.evaluate(window, lim, context, state)) throw new Error(`finding rule ${rule.id}: quiet() held for every summary of the window, yet evaluate() fired`);
+}
+
 /**
  * A findings engine over a window of samples.
- * @param {{ intervalMs: number, startTime?: number, limits?: Partial<typeof LIMITS> }} options
- *   limits: any limit by name (lib/findings/rules/*.js and ENGINE_LIMITS), as tests set them
+ * @param {{ intervalMs: number, startTime?: number, limits?: Partial<typeof LIMITS>, checkQuiet?: boolean }} options
+ *   limits: any limit by name (lib/findings/rules/*.js and ENGINE_LIMITS), as tests set them;
+ *   checkQuiet (tests): evaluate the rules skipped for a quiet window anyway, and throw if one fires
  * @returns {FindingsEngine}
  */
 function createFindingsEngine(options) {

@@ -186,4 +186,13 @@ function tailHosts(dns) {
   return ((dns && dns.hosts) || []).filter((h) => h.recentLookups > 0 && h.p50 !== null && h.p99 > h.p50);
 }
 
-module.exports = { HOST_BUCKETS, NO_HOSTS, mergeHosts, HostPool, compactHosts, isActive, tailHosts };
+/**
+ * Whether an interval's hostnames (a summary's: its bucket's, once merged) looked anything up.
+ * @param {readonly { lookups: number }[]} hosts
+ */
+function anyLookups(hosts) {
+  for (let i = 0; i < hosts.length; i++) if (hosts[i].lookups > 0) return true;
+  return false;
+}
+
+module.exports = { HOST_BUCKETS, NO_HOSTS, mergeHosts, HostPool, compactHosts, isActive, tailHosts, anyLookups };

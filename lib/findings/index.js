@@ -9,7 +9,8 @@
 //   pool.js     the threadpool figures of an interval (probes, pending work, tracer, busy threads)
 //   cpu.js      the CPU figures of an interval and the CPU budget
 //   blockers.js an interval's blocks of the loop and what ran in them (the capture's), kept small
-//   rule.js     what a rule declares (id, limits, docs, evaluate, its own state) and its check
+//   rule.js     what a rule declares (id, limits, docs, evaluate, its own state, when an interval
+//               is quiet for it) and its check
 //   rules/      one file per rule: its declaration and its gate (what runs every sample)
 //   found/      what a rule says once its gate passed, loaded then (most processes never need it);
 //               found/blockers.js names what blocked the loop, for every finding that says it
@@ -17,7 +18,9 @@
 //
 // Adding a rule: rules/<id>.js (defineRule), its test in test/findings/, and one line here. It
 // reads the interval's signals (signals.js) rather than judging the figures again; a judgement a
-// second reader needs becomes a signal. A rule whose evaluation is more than a gate and a few
+// second reader needs becomes a signal. Its quiet() says when an interval gives it nothing to fire
+// on: the engine skips its evaluate() while the whole window is quiet, and the findings tests
+// (checkQuiet) throw where a quiet window fires. A rule whose evaluation is more than a gate and a few
 // lines keeps the rest in found/<id>.js, required inside evaluate() once the gate passed (as
 // cpu-starved.js does).
 // The order is the order of evaluation; findings of equal impact keep it.

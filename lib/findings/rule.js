@@ -52,6 +52,12 @@
  *   the window (or undefined): an object of its own it may overwrite and return, so that a full
  *   window makes no new objects (never one a sample handed it: those are frozen). summary is the
  *   interval's summary, always given, its signals worked out (lib/findings/signals.js)
+ * @property {(summary: any, limits: Readonly<Record<string, number>>, state?: any) => boolean} [quiet]
+ *   true when an interval gives the rule nothing to fire on: a window made only of such summaries
+ *   cannot make evaluate() return a finding (with these limits). Called once per summary, as it
+ *   enters the window (its signals, own figures and the rule's enter() done, its hostnames merged
+ *   into its bucket); the engine then skips evaluate() while every summary of the window is quiet.
+ *   Conservative: false wherever unsure. Without it the rule is evaluated every sample
  * @property {boolean} [latestOnly] evaluate() reads only the latest summary's own[id]: kept is then
  *   what interval() returned for the interval before, so that the window holds one object for the
  *   rule rather than one per interval (600 at a 100 ms interval)
@@ -69,6 +75,7 @@ function defineRule(rule) {
   if (typeof rule.id !== 'string' || !/^[a-z][a-z0-9-]*$/.test(rule.id)) throw new TypeError(`${where}: id must be kebab-case`);
   if (typeof rule.evaluate !== 'function') throw new TypeError(`${where}: evaluate() missing`);
   if (rule.interval !== undefined && typeof rule.interval !== 'function') throw new TypeError(`${where}: interval must be a function`);
+  if (rule.quiet !== undefined && typeof rule.quiet !== 'function') throw new TypeError(`${where}: quiet must be a function`);
   for (const [k, v] of Object.entries(rule.limits || {})) {
     if (typeof v !== 'number') throw new TypeError(`${where}: limit ${k} must be a number`);
   }

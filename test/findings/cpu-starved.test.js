@@ -46,7 +46,7 @@ function sample({ busy = STARVED_POOL, eventloop = STARVED_LOOP, budget, hosts =
 }
 
 function run(samples, limits) {
-  const engine = createFindingsEngine({ intervalMs: INTERVAL_MS, startTime: 0, limits });
+  const engine = createFindingsEngine({ checkQuiet: true, intervalMs: INTERVAL_MS, startTime: 0, limits });
   let findings = [];
   samples.forEach((s, i) => {
     findings = engine.evaluate({ ...s, time: (i + 1) * INTERVAL_MS });
@@ -156,7 +156,7 @@ describe('the DNS split while the app is CPU starved (dns-tail-latency, dns-reso
     const h = host('localhost', { lookups: 4, seconds: 0.192, queueWaitSeconds: 0, resolveSeconds: 0.192, recentLookups: 4, p50: 0.048, p99: 0.05, stddev: 0.001, mean: 0.048 });
     // The snapshot as the agent builds it: the engine's signals of the interval with it.
     const snap = (busy) => {
-      const engine = createFindingsEngine({ intervalMs: INTERVAL_MS, startTime: 0 });
+      const engine = createFindingsEngine({ checkQuiet: true, intervalMs: INTERVAL_MS, startTime: 0 });
       for (const time of [1000, 2000]) engine.evaluate({ ...sample({ busy, budget: 1 }), time });
       return { time: 0, points: sample().points, findings: [], details: { dns: { hosts: [h] }, threadpool: { busy } }, signals: engine.signals() };
     };

@@ -126,7 +126,7 @@ const { deepFreeze } = require('../../lib/agent/sampling');
 function outputs(createFindingsEngine, { options, samples }) {
   const out = [];
   try {
-    const engine = createFindingsEngine(options);
+    const engine = createFindingsEngine({ ...options, checkQuiet: true });
     for (const sample of samples) {
       const s = structuredClone(sample);
       deepFreeze(s.points);

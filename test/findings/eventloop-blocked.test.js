@@ -24,7 +24,7 @@ function sample({ blocked = false, blockers } = {}) {
 }
 
 function run(samples) {
-  const engine = createFindingsEngine({ intervalMs: 1000, startTime: 0 });
+  const engine = createFindingsEngine({ checkQuiet: true, intervalMs: 1000, startTime: 0 });
   let findings = [];
   samples.forEach((s, i) => {
     findings = engine.evaluate({ ...s, time: (i + 1) * 1000 });
@@ -199,7 +199,7 @@ describe('findings/cpu-starved: the loop\'s JavaScript as a CPU taker, with what
     return { points, details: d };
   }
   const find = (samples) => {
-    const engine = createFindingsEngine({ intervalMs: 1000, startTime: 0 });
+    const engine = createFindingsEngine({ checkQuiet: true, intervalMs: 1000, startTime: 0 });
     let out = [];
     samples.forEach((s, i) => {
       out = engine.evaluate({ ...s, time: (i + 1) * 1000 });

@@ -21,7 +21,7 @@ function sample(t, { hosts = [], delayMax = 0.001, delayP99 = 0.001, eventloop, 
 }
 
 function run(samples) {
-  const engine = createFindingsEngine({ intervalMs: INTERVAL_MS, startTime: 0 });
+  const engine = createFindingsEngine({ checkQuiet: true, intervalMs: INTERVAL_MS, startTime: 0 });
   let findings = [];
   samples.forEach((s, i) => {
     findings = engine.evaluate({ ...s, time: (i + 1) * INTERVAL_MS });
@@ -163,7 +163,7 @@ describe('findings engine: a recorded zooz run on a loaded host', () => {
   // lookups as DNS time: dns-no-cache at 0.75 s per second beside eventloop-blocked.
   it('fires eventloop-blocked and never dns-no-cache', () => {
     const recorded = require('./fixtures/zooz-loaded-samples.json');
-    const engine = createFindingsEngine({ intervalMs: recorded.intervalMs, startTime: recorded.startTime });
+    const engine = createFindingsEngine({ checkQuiet: true, intervalMs: recorded.intervalMs, startTime: recorded.startTime });
     let findings = [];
     for (const s of recorded.samples) {
       findings = engine.evaluate(s);

@@ -21,7 +21,7 @@ function sample(time, { max = 0.01, p99 = 0.005, cpu = null, wait = null, onCpu 
 
 // The signals after each of the samples (1 s apart; the first is startup).
 function signals(list) {
-  const engine = createFindingsEngine({ intervalMs: 1000, startTime: 0 });
+  const engine = createFindingsEngine({ checkQuiet: true, intervalMs: 1000, startTime: 0 });
   return list.map((s, i) => {
     const findings = engine.evaluate(sample((i + 1) * 1000, s));
     return { ...engine.signals(), findings };

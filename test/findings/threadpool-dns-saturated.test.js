@@ -36,7 +36,7 @@ function sample(i, workWaitS) {
 
 // The findings after 12 intervals whose work probe waited 1 ms, except those in held (80 ms).
 function findings(held) {
-  const engine = createFindingsEngine({ intervalMs: INTERVAL_MS, startTime: 0 });
+  const engine = createFindingsEngine({ checkQuiet: true, intervalMs: INTERVAL_MS, startTime: 0 });
   let out = [];
   for (let i = 0; i < 12; i++) out = engine.evaluate({ ...sample(i, held.includes(i) ? 0.08 : 0.001), time: (i + 1) * INTERVAL_MS });
   return Object.fromEntries(out.map((f) => [f.id, f]));

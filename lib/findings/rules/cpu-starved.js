@@ -26,6 +26,8 @@ module.exports = defineRule({
     advice: 'what waited (lookups\' mean and slowest time, fs calls, the loop\'s wait and lateness) and what takes the CPU: the tracer\'s job kind, type, call sites and HTTP routes for pool work, the loop\'s own CPU for JavaScript (with what ran in its blocks, where the capture named it); on Node 20 (pool threads not named) what cannot be told apart. Advice: CPU work on fewer threads than the CPU budget (worker_threads sized to it), a lower compression level or cached output, fewer pbkdf2 iterations, or more CPU',
     example: 'the lab\'s `starve` incident (zlib level 9 in short jobs for 16 clients on a pool of 4, pinned to one CPU; Node 24, on a loaded machine): "Pool threads wait for a CPU: on average 2.76 of 4 threads were ready to run but waited for one (7.4 ms per wait: threads short of a CPU, not wake-ups) while 0.56 computed, in 11 of 17 intervals; the app\'s pool and loop wanted 4.1 CPUs and it has 1 CPU (os.availableParallelism()). The CPU goes to zlib (zlib) jobs on the pool: 100 % of the time non-DNS jobs spent there, ... called from examples/incidents/apps/compress-app.js:32 while serving GET /export; ..."',
   },
+  // Nothing to fire on: neither the pool threads nor the main thread starved of a CPU.
+  quiet: (s, lim) => !s.cpuStarved && lim.cpuStarvedIntervals > 0,
   evaluate(window, lim, context) {
     // A sustained pattern: half or more of some stretch of twice that many intervals (an odd
     // interval, when another process took the CPU for a moment, does not break it). This gate

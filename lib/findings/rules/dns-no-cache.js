@@ -3,6 +3,7 @@
 const { defineRule } = require('../rule');
 const { windowSeconds } = require('../window');
 const { busyShare, callbackWait } = require('../signals');
+const { anyLookups } = require('../hosts');
 
 /**
  * dns-no-cache: one hostname looked up again and again, for long enough, at a cost: nothing
@@ -46,6 +47,8 @@ module.exports = defineRule({
     state.lastShare = busyShare(summary);
     state.lastSeconds = summary.seconds;
   },
+  // Nothing to fire on: no lookups (in the summary's hostnames, its bucket's once merged).
+  quiet: (s, lim) => !anyLookups(s.hosts) && lim.noCacheMinLookups > 0,
   evaluate(window, lim, { callersOf }) {
     const seconds = windowSeconds(window);
     let heldIntervals = 0;

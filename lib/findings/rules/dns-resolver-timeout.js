@@ -17,6 +17,8 @@ module.exports = defineRule({
     advice: 'cites `timeout`, `attempts` and the nameservers; lower timeout, `single-request-reopen`, a local caching resolver',
     example: 'the lab\'s `ko` incident (the first query of a name is lost): "1 lookup(s) took about a multiple of the resolv.conf timeout (5 s): a DNS query got no answer and was sent again."',
   },
+  // Nothing to fire on: no lookup timed out (in the summary's hostnames, its bucket's once merged).
+  quiet: (s) => !anyTimeouts([s]),
   evaluate(window, lim, { resolver }) {
     // A lookup that took about k x timeout while other work held the pool or the app's threads
     // waited for a CPU may have spent that time waiting, not resending: no resolver claim then

@@ -2,6 +2,7 @@
 
 const { defineRule } = require('../rule');
 const { aggregate } = require('../window');
+const { anyLookups } = require('../hosts');
 const { searchExpanded } = require('../../sources/dns/resolver');
 
 /**
@@ -18,6 +19,8 @@ module.exports = defineRule({
     advice: 'trailing dot, lower `ndots`',
     example: 'a Kubernetes pod (ndots:5, three search domains) calling api.example.com: "1 hostname(s) have fewer than ndots:5 dots, so every lookup first tries the 3 search domain(s): up to 4 queries (x2 for A and AAAA) per lookup."',
   },
+  // Nothing to fire on: no lookups (in the summary's hostnames, its bucket's once merged).
+  quiet: (s) => !anyLookups(s.hosts),
   evaluate(window, lim, { resolver }) {
     if (!resolver || resolver.search.length === 0) return null;
     const conf = { ...resolver, hosts: new Set(resolver.hostsNames || []) };

@@ -30,6 +30,8 @@ module.exports = defineRule({
   enter(summary, state, sample) {
     state.tails = tailHosts(sample.details.dns);
   },
+  // Nothing to fire on: the latest interval's tails (state, what evaluate() reads) have none.
+  quiet: (s, lim, state) => !anyTail(state.tails, lim),
   evaluate(window, lim, context, state) {
     // The gate, every sample: a loop over the latest tails that allocates nothing.
     if (!anyTail(state.tails, lim)) return null;

@@ -22,6 +22,8 @@ module.exports = defineRule({
     advice: 'where blockers were named, what fits each: a synchronous API of Node\'s (`fs`, `zlib`, `crypto`, `child_process` `*Sync`) with its asynchronous form, a package\'s entry with its asynchronous or streaming interface or worker_threads, the app\'s own code split into chunks that yield (`setImmediate`) or moved to worker_threads, for GC the heap against its limit, for one long native call where to look; else: move CPU work off the loop, synchronous I/O off request paths. The evidence (`blockers`) carries the frames: what ran, what the app called, the app\'s frame, the route',
     example: 'the lab\'s `zooz` incident (handlers burning 25 ms of CPU each, the capture on at 20 ms): "The event loop was blocked for up to 227 ms in 5 of the last 7 intervals: every request, timer and callback waited that long. Of the 18 blocks of 20 ms or more timed in them (1.39 s in all, up to 230 ms): 91 % in `burnCpu` at examples/incidents/apps/service.js:20 while serving GET /."',
   },
+  // Nothing to fire on: the loop did not run late, or ran late only while waiting for a CPU.
+  quiet: (s, lim) => !(s.loopRanLate && s.loopWasBlocked) && lim.eventLoopBlockedIntervals > 0,
   evaluate(window, lim) {
     // The gate, every sample: count the blocked intervals (the signals loopRanLate and
     // loopWasBlocked: late, and still blocked once the main thread's wait for a CPU is taken out)

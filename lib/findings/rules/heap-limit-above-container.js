@@ -37,10 +37,11 @@ module.exports = defineRule({
     if (out.containerLimit !== containerLimit) out.containerLimit = containerLimit;
     return out;
   },
+  // Nothing to fire on: the latest limits (what evaluate() reads) leave the heap room.
+  quiet: (s, lim) => !roomless(s.own['heap-limit-above-container'], lim),
   evaluate(window, lim) {
     const last = window[window.length - 1].own['heap-limit-above-container'];
-    if (!last.containerLimit || !last.heapLimit) return null;
-    if (last.heapLimit < lim.heapShareOfContainer * last.containerLimit) return null;
+    if (!roomless(last, lim)) return null;
     const suggested = Math.floor((last.containerLimit * 0.75) / 1048576);
     return {
       summary: `The V8 heap may grow to ${mb(last.heapLimit)} MiB but the container allows ${mb(last.containerLimit)} MiB: the process is OOM-killed before V8 collects garbage hard or reports heap exhaustion.`,
@@ -54,3 +55,8 @@ module.exports = defineRule({
     };
   },
 });
+
+// The heap limit leaves no room under the container's.
+function roomless(last, lim) {
+  return Boolean(last.containerLimit && last.heapLimit && !(last.heapLimit < lim.heapShareOfContainer * last.containerLimit));
+}

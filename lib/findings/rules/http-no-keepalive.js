@@ -20,6 +20,8 @@ module.exports = defineRule({
     example: 'the lab\'s `zooz` incident (an upstream client without keep-alive): "63 of 63 requests to localhost opened a new connection: keep-alive is off, so each request pays for a DNS lookup and a TCP (and TLS) handshake."',
   },
   interval: keptConnections,
+  // Nothing to fire on: no new connections (their sum over the window is what the gate reads).
+  quiet: (s, lim) => lim.newConnectionShare * lim.keepAliveMinRequests > 0 && newConnections([s]) === 0,
   evaluate(window, lim) {
     // The gate, every sample: a loop that allocates nothing. A host is judged with
     // keepAliveMinRequests requests, newConnectionShare of them new: fewer new connections to all

@@ -22,6 +22,8 @@ module.exports = defineRule({
     advice: 'the `UV_THREADPOOL_SIZE` that would have covered the peak of concurrent lookups; cache/coalesce; keep-alive',
     example: 'the lab\'s `wolt` incident (32 clients, 20 upstream names, pool 4): "DNS lookups queue for the threadpool: up to 32 lookups pending for 2 DNS slots (UV_THREADPOOL_SIZE=4), 30 waiting, probe waited up to 496 ms."',
   },
+  // Nothing to fire on: no lookups queued for a DNS slot (the signal dnsQueued).
+  quiet: (s, lim) => !s.dnsQueued && lim.dnsSaturatedIntervals > 0,
   evaluate(window, lim) {
     // Other work held the pool in the window (threadpool-saturated names it): no DNS claim then.
     // One interval whose work probe waited is a host short of CPU for a moment, as that rule
