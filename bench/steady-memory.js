@@ -7,7 +7,7 @@
 //   node bench/steady-memory.js [--minutes 3] [--every 5] [--nodes 20,24] [--scrape 15]
 //                               [--count 500] [--repeat 5] [--warmup 65] [--no-series] [--no-count]
 //                               [--profile DIR [--live | --all]] [--dump DIR]
-//   node bench/steady-memory.js --raw [--minutes 10] [--nodes 20,22,24,26] [--parallel 2] [--cpu 0] [--save DIR]
+//   node bench/steady-memory.js --raw [--minutes 10] [--nodes 20,22,24,26] [--parallel 2] [--cpu 0] [--save DIR] [--twin]
 //
 // The app (bench/fixtures/steady-app.js) serves HTTP to itself 500 times a second on keep-alive
 // and makes 200 dns.lookup()s a second over 50 names n0.steady.bench ... answered by a private
@@ -28,7 +28,9 @@
 // every 30 s). Printed at 1, 3 and 10 min (and the end): RSS, the mean of the 30 s up to it, the
 // young generation, with the agent minus without; and the rates each child served. The children
 // run on --cpu (0 by default: taskset), --parallel majors at once; --save DIR writes each major's
-// readings and GCs to DIR/node<major>.json. No count mode.
+// readings and GCs to DIR/node<major>.json; --twin adds a fourth child, the app without the agent
+// once more ("without, twin"), whose difference to without is the run's own noise (the A/A
+// check: V8 sizes two identical processes' young generations apart too). No count mode.
 //
 // Count: bytes allocated, the growth of used_heap_size over a window where no GC runs (after a
 // full GC; a 64 MiB semi-space, and a PerformanceObserver that sees every GC: a window with one is
@@ -62,6 +64,7 @@ function parseArgs(argv) {
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--no-series') opts.series = false;
     else if (argv[i] === '--raw') opts.raw = true;
+    else if (argv[i] === '--twin') opts.twin = true;
     else if (argv[i] === '--no-count') opts.counts = false;
     else if (argv[i] === '--live') opts.live = true;
     else if (argv[i] === '--all') opts.all = true;
@@ -75,6 +78,8 @@ function parseArgs(argv) {
   // The raw series' children share CPU 0 unless told otherwise (another bench may use the rest).
   if (opts.raw && opts.cpu === null) opts.cpu = '0';
   if (opts.raw) opts.counts = false;
+  if (opts.twin && !opts.raw) throw new Error('--twin is for --raw');
+  if (opts.twin) VARIANTS.push({ label: 'without, twin', agent: false });
   return opts;
 }
 
@@ -290,7 +295,7 @@ function printRaw(results, opts) {
     // When the blockers capture started (auto: an interval's loop delay past its threshold), by
     // the child's readings: its worker is the extra thread.
     const armed = r.lines.find((p) => p.armings > 0);
-    const arming = i === 0 ? '' : `; blockers capture ${armed ? `started by the reading at ${armed.t.toFixed(0)} s (${r.lines[r.lines.length - 1].armings} start(s) by the end)` : 'never started'}`;
+    const arming = !VARIANTS[i].agent ? '' : `; blockers capture ${armed ? `started by the reading at ${armed.t.toFixed(0)} s (${r.lines[r.lines.length - 1].armings} start(s) by the end)` : 'never started'}`;
     console.log(`  ${VARIANTS[i].label.padEnd(13)} served ${(r.totals.requests / seconds).toFixed(0)} requests/s, ${(r.totals.lookups / seconds).toFixed(0)} lookups/s (asked 500, 200), ${r.totals.errors} errors; young generation changed by the reading at ${grew}; survived young GCs ${mib(early)} MiB in the first minute, ${((survivedPerSecond(r) || 0) / 1024).toFixed(1)} KB/s after; full GCs at ${fulls}${arming}`);
   }
 }
