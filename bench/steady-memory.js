@@ -295,7 +295,7 @@ function printRaw(results, opts) {
     // When the blockers capture started (auto: an interval's loop delay past its threshold), by
     // the child's readings: its worker is the extra thread.
     const armed = r.lines.find((p) => p.armings > 0);
-    const arming = !VARIANTS[i].agent ? '' : `; blockers capture ${armed ? `started by the reading at ${armed.t.toFixed(0)} s (${r.lines[r.lines.length - 1].armings} start(s) by the end)` : 'never started'}`;
+    const arming = !VARIANTS[i].agent ? '' : `; blockers capture ${armed ? `started by the reading at ${armed.t.toFixed(0)} s (${r.lines[r.lines.length - 1].armings} start(s) by the end; by ${JSON.stringify(armed.armedBy)})` : 'never started'}`;
     console.log(`  ${VARIANTS[i].label.padEnd(13)} served ${(r.totals.requests / seconds).toFixed(0)} requests/s, ${(r.totals.lookups / seconds).toFixed(0)} lookups/s (asked 500, 200), ${r.totals.errors} errors; young generation changed by the reading at ${grew}; survived young GCs ${mib(early)} MiB in the first minute, ${((survivedPerSecond(r) || 0) / 1024).toFixed(1)} KB/s after; full GCs at ${fulls}${arming}`);
   }
 }
