@@ -147,12 +147,8 @@ function errorPoints() {
  * @returns {T}
  */
 function deepFreeze(value) {
-  if (value && typeof value === 'object' && Object.isExtensible(value)) {
-    Object.freeze(value);
-    if (Array.isArray(value)) for (let i = 0; i < value.length; i++) deepFreeze(value[i]);
-    else for (const k in value) deepFreeze(value[k]);
-  }
-  return value;
+  // reuseFrozen() with nothing to reuse: one walk that freezes, in one place.
+  return reuseFrozen(undefined, value);
 }
 
 /**
