@@ -58,10 +58,9 @@ class FindingsEngine {
   #states;
   // The summaries' numbers, a row per summary of the full window (lib/core/columns.js).
   #cells;
-  // Per summary of the window (same order), the QUIETING rules it is not quiet for, a bit each;
-  // per rule (by its index in RULES), how many summaries of the window are not quiet for it. A
-  // rule whose count is 0 finds nothing and is not evaluated.
-  #loud = [];
+  // Per rule (by its index in RULES), how many summaries of the window are not quiet for it (each
+  // summary's `loud`: the QUIETING rules it is not quiet for, a bit each). A rule whose count is 0
+  // finds nothing and is not evaluated.
   #loudCount = new Int32Array(RULES.length);
   #checkQuiet;
 
@@ -90,7 +89,7 @@ class FindingsEngine {
     // (its parts too: the rules' own figures, the pool's, the hostnames'): what the window keeps
     // lives for its 60 s, and new objects for it every interval would all survive scavenges.
     const leaving = window.length >= this.#size ? window.shift() : null;
-    if (leaving) this.#count(this.#loud.shift(), -1);
+    if (leaving) this.#count(leaving.loud, -1);
     const summary = summarizeInterval(sample, this.#previous, this.#previousTime, leaving, this.#spareHosts, this.#cells);
     deriveSignals(summary, lim);
     if (KEEPING.length) {
@@ -113,9 +112,8 @@ class FindingsEngine {
     this.#keepCallers(sample);
     this.#context.resolver = sample.details.resolver;
     // Judged once its hostnames are merged: the latest summary of a bucket carries the bucket's.
-    const loud = loudBits(summary, lim, states);
-    this.#loud.push(loud);
-    this.#count(loud, 1);
+    summary.loud = loudBits(summary, lim, states);
+    this.#count(summary.loud, 1);
     const found = [];
     const counts = this.#loudCount;
     for (let i = 0; i < RULES.length; i++) {

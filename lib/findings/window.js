@@ -67,6 +67,7 @@ function summarizeInterval(sample, previous, previousTime, into = null, spare = 
   // worked out by the engine (signals.js deriveSignals()) once the summary is made
   s.signals = 0;
   s.loopBlocked = 0;
+  s.loud = 0;
   return s;
 }
 
@@ -108,6 +109,8 @@ class Summary {
     this.own = null;
     // The interval's boolean signals, a bit each (lib/findings/signals.js).
     this.signals = 0;
+    // The rules with quiet() this interval is not quiet for, a bit each (the engine's).
+    this.loud = 0;
   }
 }
 defineColumns(Summary.prototype, SUMMARY_FIGURES);
