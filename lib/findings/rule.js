@@ -86,4 +86,26 @@ function defineRule(rule) {
   return /** @type {Readonly<Rule>} */ (Object.freeze({ ...rule, limits: Object.freeze({ ...(rule.limits || {}) }), docs: Object.freeze({ ...docs }) }));
 }
 
-module.exports = { defineRule };
+/**
+ * state() and enter() for a rule that fires on a cumulative counter's rise (a field of its own
+ * figures, summary.own[id]): as an interval enters, its figures' `moved` says whether the counter
+ * differs from the reading before (the engine's first reading: not moved; a reading that is not a
+ * number: moved, nothing known), for the rule's quiet().
+ * @param {string} id the rule's id
+ * @param {string} field the counter's field in the rule's own figures
+ * @returns {{ state: () => { last: number | null }, enter: (summary: any, state: { last: number | null }) => void }}
+ */
+function counterMoved(id, field) {
+  return {
+    state: () => ({ last: null }),
+    enter(summary, state) {
+      const o = summary.own[id];
+      if (!o) return;
+      const v = o[field];
+      o.moved = !Number.isFinite(v) || (state.last !== null && v !== state.last);
+      state.last = v;
+    },
+  };
+}
+
+module.exports = { defineRule, counterMoved };

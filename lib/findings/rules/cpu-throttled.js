@@ -1,6 +1,6 @@
 'use strict';
 
-const { defineRule } = require('../rule');
+const { defineRule, counterMoved } = require('../rule');
 const { findPoint } = require('../../snapshot/snapshot');
 
 /**
@@ -46,20 +46,14 @@ module.exports = defineRule({
       loopCpuSeconds: typeof loop.mainThreadCpuSeconds === 'number' ? loop.mainThreadCpuSeconds : null,
       loopWaitSeconds: typeof loop.mainThreadWaitSeconds === 'number' ? loop.mainThreadWaitSeconds : null,
       utilization: value('nodejs.eventloop.utilization'),
-      steady: false, // until enter() compares it with the reading before
+      moved: true, // until enter() compares it with the reading before
     };
   },
-  // The last reading of the throttled periods, to tell the intervals with none (quiet() reads it).
-  state: () => ({ last: null }),
-  enter(summary, state) {
-    const o = summary.own['cpu-throttled'];
-    if (!o) return;
-    o.steady = Number.isFinite(o.periods) && Number.isFinite(o.throttledPeriods) && (state.last === null || o.throttledPeriods === state.last);
-    state.last = o.throttledPeriods;
-  },
+  // Whether a period was throttled since the reading before (quiet() reads it).
+  ...counterMoved('cpu-throttled', 'throttledPeriods'),
   // Nothing to fire on: no period throttled since the reading before (a window of such readings
   // has no throttled period, which the limits need).
-  quiet: (s, lim) => lim.cpuThrottledShare > 0 && lim.cpuThrottledMinPeriods > 0 && (!s.own['cpu-throttled'] || s.own['cpu-throttled'].steady),
+  quiet: (s, lim) => lim.cpuThrottledShare > 0 && lim.cpuThrottledMinPeriods > 0 && (!s.own['cpu-throttled'] || !s.own['cpu-throttled'].moved),
   evaluate(window, lim) {
     // The gate, every sample: the first and the last intervals with cgroup figures, found in a
     // loop that allocates nothing; the figures only once the quota throttled.

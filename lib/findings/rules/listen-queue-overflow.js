@@ -1,6 +1,6 @@
 'use strict';
 
-const { defineRule } = require('../rule');
+const { defineRule, counterMoved } = require('../rule');
 
 const ID = 'listen-queue-overflow';
 
@@ -58,20 +58,14 @@ module.exports = defineRule({
     o.cpuShare = typeof summary.loopCpuShare === 'number' ? summary.loopCpuShare : null;
     o.seconds = summary.seconds;
     o.netns = d.netns ? d.netns.id : null;
-    o.rose = true; // until enter() compares it with the reading before
+    o.moved = true; // until enter() compares it with the reading before
     return o;
   },
-  // The counter's last reading, to tell the intervals in which it rose (quiet() reads it).
-  state: () => ({ last: null }),
-  enter(summary, state) {
-    const o = summary.own[ID];
-    if (!o) return;
-    o.rose = state.last !== null && o.overflows !== state.last;
-    state.last = o.overflows;
-  },
+  // Whether the counter rose since the reading before (quiet() reads it).
+  ...counterMoved(ID, 'overflows'),
   // Nothing to fire on: the counter did not rise since its reading before (the engine's first
   // reading counts as quiet): a window of such readings holds one value, so no rise.
-  quiet: (s, lim) => lim.listenOverflows > 0 && !(s.own[ID] && s.own[ID].rose),
+  quiet: (s, lim) => lim.listenOverflows > 0 && !(s.own[ID] && s.own[ID].moved),
   evaluate(window, lim) {
     // The gate, every sample: the counter's rise over the window, in a loop that allocates nothing.
     let first = null;
