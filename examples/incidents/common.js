@@ -15,14 +15,18 @@ const DNS_ADDRESS = '127.0.0.2';
 // npm start -- --keep: the incident's app keeps running after its run, to look at its page.
 let keep = false;
 let announce = () => {}; // the lab prints where each page is; tests stay quiet
+// The lab's tests: each app's agent checks its findings rules' quiet() (UVSCOPE_TEST_CHECK_QUIET,
+// lib/core/faults.js), and a snapshot that counts a findings failure rejects.
+let checkQuiet = false;
 
 /**
- * Lab settings from the command line.
- * @param {{ keep?: boolean, announce?: (line: string) => void }} options
+ * Lab settings from the command line (and the lab's tests: checkQuiet).
+ * @param {{ keep?: boolean, announce?: (line: string) => void, checkQuiet?: boolean }} options
  */
 function configureLab(options) {
   if (options.keep !== undefined) keep = options.keep;
   if (options.announce) announce = options.announce;
+  if (options.checkQuiet !== undefined) checkQuiet = options.checkQuiet;
 }
 
 /** Whether the lab can run its own DNS server and namespace here, and if not, why. */
@@ -65,7 +69,7 @@ async function withLab(print, fn) {
  */
 async function startApp({ app, env = {}, conf = {}, namespace = true, spawnWith = spawn, cpus }) {
   const metricsPort = await freePort();
-  const fullEnv = cleanEnv({ UVSCOPE_PROMETHEUS_PORT: String(metricsPort), UVSCOPE_INTERVAL_MS: '250', ...env });
+  const fullEnv = cleanEnv({ UVSCOPE_PROMETHEUS_PORT: String(metricsPort), UVSCOPE_INTERVAL_MS: '250', ...(checkQuiet ? { UVSCOPE_TEST_CHECK_QUIET: 'true' } : {}), ...env });
   const args = ['--require', REGISTER, path.join(__dirname, 'apps', app)];
   const stdio = ['ignore', 'pipe', 'inherit'];
   const child = namespace
@@ -73,13 +77,18 @@ async function startApp({ app, env = {}, conf = {}, namespace = true, spawnWith 
     : cpus ? spawnWith('taskset', ['-c', cpus, process.execPath, ...args], { env: fullEnv, stdio }) : spawnWith(process.execPath, args, { env: fullEnv, stdio });
   const ready = JSON.parse(await firstLine(child, app));
   const get = async (p) => (await fetch(`http://127.0.0.1:${metricsPort}${p}`)).json();
+  const snapshot = async () => {
+    const s = await get('/snapshot.json');
+    if (checkQuiet && findPoint(s.points, 'uvscope.errors', { 'uvscope.component': 'findings' })) throw new Error(`${app}: the findings engine failed (its quiet() check, on the app's stderr)`);
+    return s;
+  };
   const page = `http://127.0.0.1:${metricsPort}/`;
   announce(`    live page of ${app}: ${page} (while it runs)`);
   return {
     pid: child.pid,
     ready,
     metricsPort,
-    snapshot: () => get('/snapshot.json'),
+    snapshot,
     page,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;

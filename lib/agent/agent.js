@@ -10,7 +10,7 @@ const { createOwnIo } = require('../core/own-io');
 const channels = require('../core/channels');
 const { startSpanContext } = require('./spans');
 const { reportError } = require('../core/errors');
-const { injectFault } = require('../core/faults');
+const { injectFault, checkQuietOn } = require('../core/faults');
 
 // Loaded when the agent's second phase starts (see start()), off the app's startup path.
 const lazy = {
@@ -192,7 +192,7 @@ class Agent {
     const { samplerContext, samplers } = this.#early;
     this.#early = null;
     this.#history = this.#safely('page', () => lazy.page.createHistory());
-    this.#findings = this.#safely('findings', () => lazy.findings.createFindingsEngine({ intervalMs: this.#options.intervalMs, startTime: Date.now() }));
+    this.#findings = this.#safely('findings', () => lazy.findings.createFindingsEngine({ intervalMs: this.#options.intervalMs, startTime: Date.now(), checkQuiet: checkQuietOn }));
     this.#resolver = new lazy.resolver.ResolverReader();
     this.#resolver.refresh(Date.now());
     this.#server = this.#safely('server', () => this.#createServer());

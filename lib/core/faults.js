@@ -4,6 +4,9 @@
 // seams, comma-separated, where uvscope then throws, to show that each failure stays inside
 // uvscope. `seam@N` throws only on the first N calls. Read once, when uvscope loads; unset (as in
 // production) every check is one comparison. The seams are listed in SEAMS.
+// UVSCOPE_TEST_CHECK_QUIET (the tests' child processes, test/helpers/child.js) has the agent's
+// findings engine evaluate the rules it skips for a quiet window anyway and fail if one fires
+// (lib/findings/engine.js checkQuiet): every test app is then a check of the rules' quiet().
 
 const SEAMS = Object.freeze([
   'agent:start', // the end of Agent.start(), after samplers and exporters were created
@@ -20,11 +23,12 @@ const SEAMS = Object.freeze([
 ]);
 
 const { setting, readSetting } = require('./setting');
-const { parseString } = require('../settings/parsers');
+const { parseString, parseBoolean, BOOLEAN } = require('../settings/parsers');
 
 /** The settings declared here (lib/agent/options.js lists them). */
 const SETTINGS = Object.freeze([
   setting('test.faults', 'UVSCOPE_TEST_FAULTS', parseString, 'seam names, comma-separated', { late: true, default: '' }),
+  setting('test.checkQuiet', 'UVSCOPE_TEST_CHECK_QUIET', parseBoolean, BOOLEAN, { late: true, default: false }),
 ]);
 
 const faults = new Map();
@@ -48,4 +52,7 @@ function injectFault(seam) {
 /** Whether any seam is set (false in production): per-lookup paths test it before calling injectFault(). */
 const faultsOn = faults.size > 0;
 
-module.exports = { injectFault, faultsOn, SEAMS, SETTINGS };
+/** Whether the findings engine checks the rules' quiet() (false in production). */
+const checkQuietOn = readSetting(SETTINGS[1]) === true;
+
+module.exports = { injectFault, faultsOn, checkQuietOn, SEAMS, SETTINGS };

@@ -7,6 +7,9 @@ const { requireCgroup, spawnWeighted } = require('../helpers/cgroup');
 const quiet = { print: () => {} };
 
 describe('the incident lab (examples/incidents)', function () {
+  // Each app's agent checks its rules' quiet() against their evaluate() (lib/core/faults.js).
+  before(() => require('../../examples/incidents/common').configureLab({ checkQuiet: true }));
+  after(() => require('../../examples/incidents/common').configureLab({ checkQuiet: false }));
   describe('with the lab\'s DNS server', function () {
     before(function () {
       requireNamespace(this);

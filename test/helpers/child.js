@@ -8,14 +8,20 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const REGISTER = path.join(ROOT, 'register.js');
 const FIXTURES = path.join(ROOT, 'test', 'fixtures');
 
+// What the agent's findings engine says when a rule's quiet() held for a window on which its
+// evaluate() fired (UVSCOPE_TEST_CHECK_QUIET, lib/core/faults.js).
+const QUIET_LIED = /finding rule [a-z0-9-]+: quiet\(\) held for every summary of the window, yet evaluate\(\) fired/;
+
 /**
- * Run node with args to completion; kill it by pid if it outlives timeoutMs.
+ * Run node with args to completion; kill it by pid if it outlives timeoutMs. The agent in it
+ * checks its rules' quiet() (UVSCOPE_TEST_CHECK_QUIET, unless env sets it): a check that fails
+ * rejects, whatever the test asserts.
  * @returns {Promise<{code: number|null, signal: string|null, stdout: string, stderr: string, ms: number}>}
  */
 function runNode(args, { env = {}, cwd = ROOT, timeoutMs = 30000, command = process.execPath } = {}) {
   return new Promise((resolve, reject) => {
     const started = Date.now();
-    const child = spawn(command, args, { env: cleanEnv(env), cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { env: cleanEnv({ UVSCOPE_TEST_CHECK_QUIET: 'true', ...env }), cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -27,6 +33,8 @@ function runNode(args, { env = {}, cwd = ROOT, timeoutMs = 30000, command = proc
     child.on('error', reject);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
+      const lied = QUIET_LIED.exec(stderr);
+      if (lied) return reject(new Error(`${args.join(' ')}: ${lied[0]}\nstderr: ${stderr}`));
       resolve({ code, signal, stdout, stderr, ms: Date.now() - started });
     });
   });
