@@ -71,8 +71,18 @@ class EventLoopSampler {
   #lastElu;
   /** @type {{ read(): number[] | null, close(): void } | null} */
   #sched;
-  /** @type {number[] | null} */
+  /** @type {number[] | null} the main thread's schedstat at the interval's start */
   #lastSched;
+  /** @type {number[] | null} ...and at its end: read once, by sample() (see #read) */
+  #nowSched = null;
+  // performance.now() (ms) of those two readings: the interval's span.
+  #lastAt = 0;
+  #nowAt = 0;
+  /** @type {import('./index').LoopReading} handed on in the tick (one object, rewritten each sample) */
+  #reading = { lateSeconds: 0, spanSeconds: 0, mainThreadCpuSeconds: null, mainThreadWaitSeconds: null, blockedOnCpuMaxSeconds: null };
+  // The previous interval's wait for a CPU and span: a lateness longer than its interval began in it.
+  #beforeWait = 0;
+  #beforeSpan = 0;
   /** @type {NodeJS.CpuUsage | null} the process's CPU time at the interval's start */
   #lastCpu = null;
   // The interval's longest lateness (seconds), as sample() read it; with the thread's wait for a
@@ -96,6 +106,7 @@ class EventLoopSampler {
     this.#lastElu = performance.eventLoopUtilization();
     this.#sched = openSchedstat();
     this.#lastSched = this.#sched ? this.#sched.read() : null;
+    this.#lastAt = performance.now();
   }
 
   /** The timer's current period in milliseconds (10 busy, 100 quiet, 1000 idle). */
@@ -103,8 +114,12 @@ class EventLoopSampler {
     return this.#timer.periodMs;
   }
 
-  /** @returns {import('./index').RawPoint[]} */
-  sample() {
+  /**
+   * @param {import('./index').Tick} [tick] gets the interval's reading (tick.loop), for the
+   *   samplers after this one (the blockers capture's start)
+   * @returns {import('./index').RawPoint[]}
+   */
+  sample(tick) {
     const performance = this.#performance;
     /** @type {import('./index').RawPoint[]} */
     const out = [{ name: 'nodejs.eventloop.delay.mode', attributes: MODE_ATTRIBUTES(this.mode), value: 1 }];
@@ -124,6 +139,8 @@ class EventLoopSampler {
     }
     this.#timer.flush(); // a long period's reading so far, into this interval
     this.#sampleDelay(out);
+    this.#read();
+    if (tick) tick.loop = this.#reading;
     if (this.#histogram.count > 0) {
       out.push({ name: 'nodejs.eventloop.delay', attributes: NO_ATTRIBUTES, histogram: this.#histogram.snapshot() });
     }
@@ -155,22 +172,44 @@ class EventLoopSampler {
   }
 
   /**
-   * Seconds the main thread ran on a CPU and waited for one since the last endInterval() (null where
-   * the platform does not tell): a loop late because its thread waited for a CPU (an
-   * overloaded host, a CPU quota) is not an app blocking its loop. Read after sample().
+   * The interval's end: the main thread's schedstat, read once for every reader of the interval
+   * (details(), the tick's loop reading, the next interval's start).
    */
-  details() {
+  #read() {
     const now = this.#sched ? this.#sched.read() : null;
+    this.#nowSched = now;
+    this.#nowAt = this.#performance.now();
     const last = this.#lastSched;
     const known = now !== null && last !== null;
-    const wait = known ? (now[1] - last[1]) / 1e9 : null;
+    const r = this.#reading;
+    r.lateSeconds = this.#intervalLate;
+    r.spanSeconds = (this.#nowAt - this.#lastAt) / 1000;
+    r.mainThreadCpuSeconds = known ? (now[0] - last[0]) / 1e9 : null;
+    r.mainThreadWaitSeconds = known ? (now[1] - last[1]) / 1e9 : null;
+    // The interval's longest lateness less the time the thread waited for a CPU over it: what the
+    // app blocked at least, running or in a blocking call (sync I/O, Atomics.wait, execSync). A
+    // lower bound: the wait may have been outside the block. A lateness longer than the interval
+    // (a firing due before the last sample, on a starved core) also counts its share of the
+    // previous interval's wait.
+    let wait = r.mainThreadWaitSeconds;
+    if (wait !== null && r.lateSeconds > r.spanSeconds && this.#beforeSpan > 0) {
+      wait += this.#beforeWait * Math.min(1, (r.lateSeconds - r.spanSeconds) / this.#beforeSpan);
+    }
+    r.blockedOnCpuMaxSeconds = wait !== null ? Math.max(0, r.lateSeconds - wait) : null;
+  }
+
+  /**
+   * Seconds the main thread ran on a CPU and waited for one in the interval (null where the
+   * platform does not tell): a loop late because its thread waited for a CPU (an overloaded host,
+   * a CPU quota) is not an app blocking its loop. From sample()'s reading (read there if not yet).
+   */
+  details() {
+    if (this.#nowSched === null) this.#read();
+    const r = this.#reading;
     return {
-      mainThreadCpuSeconds: known ? (now[0] - last[0]) / 1e9 : null,
-      mainThreadWaitSeconds: wait,
-      // The interval's longest lateness less all the time the thread waited for a CPU in the
-      // interval: what the app blocked at least, running or in a blocking call (sync I/O,
-      // Atomics.wait, execSync). A lower bound: the wait may have been outside the block.
-      blockedOnCpuMaxSeconds: known ? Math.max(0, this.#intervalLate - wait) : null,
+      mainThreadCpuSeconds: r.mainThreadCpuSeconds,
+      mainThreadWaitSeconds: r.mainThreadWaitSeconds,
+      blockedOnCpuMaxSeconds: r.blockedOnCpuMaxSeconds,
       // CPU time of the whole process (every thread) in the interval: against the CPU budget it
       // tells an app that uses its CPUs from one that waits for a busy host (cpu-starved).
       processCpuSeconds: this.#lastCpu ? cpuSeconds(process.cpuUsage(this.#lastCpu)) : null,
@@ -179,7 +218,12 @@ class EventLoopSampler {
 
   /** Start a new interval. */
   endInterval() {
-    this.#lastSched = this.#sched ? this.#sched.read() : null;
+    if (this.#nowSched === null) this.#read();
+    this.#beforeWait = this.#reading.mainThreadWaitSeconds || 0;
+    this.#beforeSpan = this.#reading.spanSeconds;
+    this.#lastSched = this.#nowSched;
+    this.#lastAt = this.#nowAt;
+    this.#nowSched = null;
     this.#lastCpu = process.cpuUsage();
     this.#intervalLate = 0;
   }

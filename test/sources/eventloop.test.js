@@ -69,6 +69,34 @@ describe('samplers/eventloop', function () {
     assert.ok(after.blockedOnCpuMaxSeconds >= 0.2 - waited - 0.03, `${after.blockedOnCpuMaxSeconds} s blocked, ${waited} s waited for a CPU`);
   });
 
+  it('one reading of the interval for every reader: the tick\'s (the blockers capture\'s start) is details\' (Linux)', async function () {
+    sampler = createEventLoopSampler();
+    if (sampler.details().mainThreadWaitSeconds === null) this.skip();
+    sampler.sample();
+    sampler.endInterval();
+    await sleep(30);
+    block(150);
+    await sleep(30);
+    const tick = { resources: new Map() };
+    const points = sampler.sample(tick);
+    await sleep(50); // time passes between the samplers and details(): the figures do not move
+    const d = sampler.details();
+    const loop = tick.loop;
+    assert.equal(loop.lateSeconds, value(points, 'nodejs.eventloop.delay.max'));
+    assert.equal(loop.mainThreadWaitSeconds, d.mainThreadWaitSeconds);
+    assert.equal(loop.mainThreadCpuSeconds, d.mainThreadCpuSeconds);
+    assert.equal(loop.blockedOnCpuMaxSeconds, d.blockedOnCpuMaxSeconds);
+    const again = sampler.details();
+    assert.deepEqual([again.mainThreadWaitSeconds, again.mainThreadCpuSeconds, again.blockedOnCpuMaxSeconds], [d.mainThreadWaitSeconds, d.mainThreadCpuSeconds, d.blockedOnCpuMaxSeconds]);
+    // Ground truth: the 150 ms the test ran (its CPU, less what it waited for one)
+    assert.ok(loop.mainThreadCpuSeconds + loop.mainThreadWaitSeconds >= 0.14, JSON.stringify(loop));
+    assert.ok(loop.spanSeconds >= 0.2 && loop.spanSeconds < 1, JSON.stringify(loop));
+    sampler.endInterval();
+    // The next interval starts where this one's reading ended: the 50 ms before details() are in it.
+    sampler.sample(tick);
+    assert.ok(tick.loop.spanSeconds >= 0.045, JSON.stringify(tick.loop));
+  });
+
   it('processCpuSeconds: the whole process\'s CPU time in the interval (cpu-starved reads it against the CPU budget)', async () => {
     sampler = createEventLoopSampler();
     sampler.sample();
