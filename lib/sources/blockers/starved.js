@@ -9,17 +9,18 @@
 // more than the main thread's time off the CPU and not queued, less what they ran meanwhile: that
 // is the app's work) is not counted as blocked.
 //
-// The other threads are read (one /proc file each) only where it can matter: at the end of an
-// interval in which the main thread waited for a CPU (the baseline of the next one) and at a
-// candidate start. An idle or unloaded process reads nothing. Without a baseline from the
+// The other threads are read (one /proc file each, ~90 us for 11 threads) only where it can
+// matter: at the end of an interval in which the main thread waited a tenth of the threshold or
+// more for a CPU (the baseline of the next one) and at a candidate start. An idle or unloaded process reads nothing. Without a baseline from the
 // interval's start (the first interval of a starvation, no schedstat, not Linux) the judgement is
 // as before: lateness less the main thread's wait.
 
 const fs = require('fs');
 
-// The main thread's wait for a CPU in an interval from which the next one's baseline is read: a
-// loaded core's waits are milliseconds per interval, an idle process's wake-ups microseconds.
-const LOADED_WAIT_SECONDS = 0.001;
+// The main thread's wait for a CPU in an interval from which the next one's baseline is read, as a
+// share of the threshold (10 ms at 100 ms): a starved core's waits are tens of milliseconds an
+// interval, an idle process's wake-ups microseconds to a millisecond on a loaded host.
+const LOADED_WAIT_SHARE = 0.1;
 const TASKS = '/proc/self/task';
 // One buffer for every read: nothing per thread but the Map's entry.
 const BUF = Buffer.allocUnsafe(128);
@@ -100,7 +101,7 @@ class OtherThreads {
     this.#before = this.#base;
     this.#base = null;
     const plain = blockedSeconds(loop, null);
-    const loaded = (loop.mainThreadWaitSeconds || 0) >= LOADED_WAIT_SECONDS;
+    const loaded = (loop.mainThreadWaitSeconds || 0) >= LOADED_WAIT_SHARE * thresholdSeconds;
     if (!(plain >= thresholdSeconds && base) && !loaded) return plain;
     const now = readOthers(this.#self);
     if (loaded) this.#base = now;
@@ -116,4 +117,4 @@ class OtherThreads {
   }
 }
 
-module.exports = { OtherThreads, blockedSeconds, LOADED_WAIT_SECONDS, _internal: { readOthers } };
+module.exports = { OtherThreads, blockedSeconds, _internal: { readOthers } };
