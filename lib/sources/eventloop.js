@@ -5,6 +5,8 @@ const { metricDef, RUNTIME, NO_ATTRIBUTES, attributesOf } = require('./metric-de
 const { openSchedstat } = require('./schedstat');
 
 const RESOLUTION_MS = 10;
+// Readings of the main thread's wait for a CPU kept (see #waitAt): 1.6 s at 100 ms, 16 s at 1 s.
+const WAITS = 16;
 const RESOLUTION_NS = RESOLUTION_MS * 1e6;
 
 /** Upper bounds for event-loop delay (lateness of a 10 ms timer). */
@@ -80,9 +82,11 @@ class EventLoopSampler {
   #nowAt = 0;
   /** @type {import('./index').LoopReading} handed on in the tick (one object, rewritten each sample) */
   #reading = { lateSeconds: 0, spanSeconds: 0, mainThreadCpuSeconds: null, mainThreadWaitSeconds: null, blockedOnCpuMaxSeconds: null };
-  // The previous interval's wait for a CPU and span: a lateness longer than its interval began in it.
-  #beforeWait = 0;
-  #beforeSpan = 0;
+  // The last WAITS readings' [time (s, performance.now), the thread's wait for a CPU so far (s)]:
+  // a lateness longer than its interval (a firing due before the last sample, on a starved core)
+  // began in an earlier one, whose wait counts too.
+  #waits = new Float64Array(2 * WAITS);
+  #waitsAt = 0; // readings written
   /** @type {NodeJS.CpuUsage | null} the process's CPU time at the interval's start */
   #lastCpu = null;
   // The interval's longest lateness (seconds), as sample() read it; with the thread's wait for a
@@ -107,6 +111,11 @@ class EventLoopSampler {
     this.#sched = openSchedstat();
     this.#lastSched = this.#sched ? this.#sched.read() : null;
     this.#lastAt = performance.now();
+    if (this.#lastSched) {
+      this.#waits[0] = this.#lastAt / 1000;
+      this.#waits[1] = this.#lastSched[1] / 1e9;
+      this.#waitsAt = 1;
+    }
   }
 
   /** The timer's current period in milliseconds (10 busy, 100 quiet, 1000 idle). */
@@ -192,10 +201,37 @@ class EventLoopSampler {
     // (a firing due before the last sample, on a starved core) also counts its share of the
     // previous interval's wait.
     let wait = r.mainThreadWaitSeconds;
-    if (wait !== null && r.lateSeconds > r.spanSeconds && this.#beforeSpan > 0) {
-      wait += this.#beforeWait * Math.min(1, (r.lateSeconds - r.spanSeconds) / this.#beforeSpan);
+    if (now !== null) {
+      if (wait !== null && r.lateSeconds > r.spanSeconds) wait = now[1] / 1e9 - this.#waitAt(this.#nowAt / 1000 - r.lateSeconds);
+      const i = (this.#waitsAt++ % WAITS) * 2;
+      this.#waits[i] = this.#nowAt / 1000;
+      this.#waits[i + 1] = now[1] / 1e9;
     }
     r.blockedOnCpuMaxSeconds = wait !== null ? Math.max(0, r.lateSeconds - wait) : null;
+  }
+
+  /**
+   * The thread's wait for a CPU so far at time t (s), from the readings kept: interpolated between
+   * the two around it, the oldest one's where t is before it (what it waited before is not counted).
+   * @param {number} t
+   */
+  #waitAt(t) {
+    const w = this.#waits;
+    const n = Math.min(this.#waitsAt, WAITS);
+    let after = -1; // the oldest reading at or after t
+    let before = -1; // the newest reading before t
+    for (let k = 0; k < n; k++) {
+      const i = ((this.#waitsAt - 1 - k) % WAITS) * 2; // newest first
+      if (w[i] >= t) after = i;
+      else {
+        before = i;
+        break;
+      }
+    }
+    if (after < 0) return before < 0 ? 0 : w[before + 1];
+    if (before < 0) return w[after + 1];
+    const share = (t - w[before]) / Math.max(1e-9, w[after] - w[before]);
+    return w[before + 1] + share * (w[after + 1] - w[before + 1]);
   }
 
   /**
@@ -219,8 +255,6 @@ class EventLoopSampler {
   /** Start a new interval. */
   endInterval() {
     if (this.#nowSched === null) this.#read();
-    this.#beforeWait = this.#reading.mainThreadWaitSeconds || 0;
-    this.#beforeSpan = this.#reading.spanSeconds;
     this.#lastSched = this.#nowSched;
     this.#lastAt = this.#nowAt;
     this.#nowSched = null;

@@ -324,6 +324,7 @@ class BlockersSampler {
     const what = arming.consider(delay, blocked);
     if (what === 'stop') return void this.#stop();
     if (what !== 'start') return;
+    if (others) others.forget();
     this.#blocks.push({
       startedMs: Date.now() - late * 1000, durationSeconds: late, ranSeconds: delay, capturedSeconds: 0, samples: 0,
       gcShare: 0, gcKind: null, scavengeShare: 0, route: null, blockers: [], heap: null,

@@ -10,17 +10,18 @@
 // is the app's work) is not counted as blocked.
 //
 // The other threads are read (one /proc file each, ~90 us for 11 threads) only where it can
-// matter: at the end of an interval in which the main thread waited a tenth of the threshold or
-// more for a CPU (the baseline of the next one) and at a candidate start. An idle or unloaded process reads nothing. Without a baseline from the
+// matter: once at the start, at the end of an interval in which the main thread waited 2 % of the
+// threshold or more for a CPU (the baseline of the next one) and at a candidate start. An idle or unloaded process reads nothing. Without a baseline from the
 // interval's start (the first interval of a starvation, no schedstat, not Linux) the judgement is
 // as before: lateness less the main thread's wait.
 
 const fs = require('fs');
 
 // The main thread's wait for a CPU in an interval from which the next one's baseline is read, as a
-// share of the threshold (10 ms at 100 ms): a starved core's waits are tens of milliseconds an
-// interval, an idle process's wake-ups microseconds to a millisecond on a loaded host.
-const LOADED_WAIT_SHARE = 0.1;
+// share of the threshold (2 ms at 100 ms): a starved core's waits are 5 to 500 ms an interval
+// (ten busy processes on its CPU, the app asleep between two samples: 6 ms), an idle process's
+// wake-ups microseconds to a millisecond on a loaded host.
+const LOADED_WAIT_SHARE = 0.02;
 const TASKS = '/proc/self/task';
 // One buffer for every read: nothing per thread but the Map's entry.
 const BUF = Buffer.allocUnsafe(128);
@@ -86,6 +87,8 @@ class OtherThreads {
     } catch {
       this.#self = ''; // no /proc: readOthers() finds nothing either
     }
+    // The first interval's baseline (once): a process starved from its start is judged from it.
+    this.#base = readOthers(this.#self);
   }
 
   /**
@@ -114,6 +117,12 @@ class OtherThreads {
       waited += w - (was ? was[1] : 0);
     }
     return blockedSeconds(loop, { ranSeconds: Math.max(0, ran) / 1e9, waitSeconds: Math.max(0, waited) / 1e9 });
+  }
+
+  /** The capture started: blocked() is not called while it runs, so its baselines would be stale. */
+  forget() {
+    this.#base = null;
+    this.#before = null;
   }
 }
 
