@@ -202,36 +202,12 @@ class EventLoopSampler {
     // previous interval's wait.
     let wait = r.mainThreadWaitSeconds;
     if (now !== null) {
-      if (wait !== null && r.lateSeconds > r.spanSeconds) wait = now[1] / 1e9 - this.#waitAt(this.#nowAt / 1000 - r.lateSeconds);
+      if (wait !== null && r.lateSeconds > r.spanSeconds) wait = now[1] / 1e9 - waitAt(this.#waits, this.#waitsAt, this.#nowAt / 1000 - r.lateSeconds);
       const i = (this.#waitsAt++ % WAITS) * 2;
       this.#waits[i] = this.#nowAt / 1000;
       this.#waits[i + 1] = now[1] / 1e9;
     }
     r.blockedOnCpuMaxSeconds = wait !== null ? Math.max(0, r.lateSeconds - wait) : null;
-  }
-
-  /**
-   * The thread's wait for a CPU so far at time t (s), from the readings kept: interpolated between
-   * the two around it, the oldest one's where t is before it (what it waited before is not counted).
-   * @param {number} t
-   */
-  #waitAt(t) {
-    const w = this.#waits;
-    const n = Math.min(this.#waitsAt, WAITS);
-    let after = -1; // the oldest reading at or after t
-    let before = -1; // the newest reading before t
-    for (let k = 0; k < n; k++) {
-      const i = ((this.#waitsAt - 1 - k) % WAITS) * 2; // newest first
-      if (w[i] >= t) after = i;
-      else {
-        before = i;
-        break;
-      }
-    }
-    if (after < 0) return before < 0 ? 0 : w[before + 1];
-    if (before < 0) return w[after + 1];
-    const share = (t - w[before]) / Math.max(1e-9, w[after] - w[before]);
-    return w[before + 1] + share * (w[after + 1] - w[before + 1]);
   }
 
   /**
@@ -278,6 +254,32 @@ class EventLoopSampler {
  */
 function createEventLoopSampler(options = {}) {
   return new EventLoopSampler(options);
+}
+
+/**
+ * The main thread's wait for a CPU so far (s) at time t (s), from the ring of readings [time, wait
+ * so far] (the last min(written, WAITS)): interpolated between the two around t, the oldest one's
+ * where t is before it (what it waited before is not counted).
+ * @param {Float64Array} w
+ * @param {number} written readings written so far (the newest at (written - 1) % WAITS)
+ * @param {number} t
+ */
+function waitAt(w, written, t) {
+  const n = Math.min(written, WAITS);
+  let after = -1; // the oldest reading at or after t
+  let before = -1; // the newest reading before t
+  for (let k = 0; k < n; k++) {
+    const i = ((written - 1 - k) % WAITS) * 2; // newest first
+    if (w[i] >= t) after = i;
+    else {
+      before = i;
+      break;
+    }
+  }
+  if (after < 0) return before < 0 ? 0 : w[before + 1];
+  if (before < 0) return w[after + 1];
+  const share = (t - w[before]) / Math.max(1e-9, w[after] - w[before]);
+  return w[before + 1] + share * (w[after + 1] - w[before + 1]);
 }
 
 /** User and system CPU time (µs) in seconds. */
@@ -348,4 +350,4 @@ const source = Object.freeze({
   create: () => createEventLoopSampler(),
 });
 
-module.exports = { source, EVENTLOOP_BUCKETS, createEventLoopSampler, RESOLUTION_MS, RESOLUTION_NS, _internal: { addToBuckets, countAtMost } };
+module.exports = { source, EVENTLOOP_BUCKETS, createEventLoopSampler, RESOLUTION_MS, RESOLUTION_NS, _internal: { addToBuckets, countAtMost, waitAt, WAITS } };

@@ -97,6 +97,25 @@ describe('samplers/eventloop', function () {
     assert.ok(tick.loop.spanSeconds >= 0.045, JSON.stringify(tick.loop));
   });
 
+  it('the wait for a CPU over a lateness longer than its interval: the readings before it count, interpolated (waitAt)', () => {
+    const { waitAt, WAITS } = require('../../lib/sources/eventloop')._internal;
+    const ring = new Float64Array(2 * WAITS);
+    let written = 0;
+    // readings every 0.3 s from t = 10 s, the thread waiting 0.2 s of each 0.3 s (a starved core)
+    for (let k = 0; k <= 20; k++) {
+      const i = (written++ % WAITS) * 2;
+      ring[i] = 10 + 0.3 * k;
+      ring[i + 1] = 0.2 * k;
+    }
+    const now = 16; // the newest reading (k = 20), waited 4 s so far
+    assert.ok(Math.abs(waitAt(ring, written, now) - 4) < 1e-9);
+    // a lateness of 0.75 s: from 15.25, between the readings at 15.1 (3.4) and 15.4 (3.6)
+    assert.ok(Math.abs(4 - waitAt(ring, written, now - 0.75) - 0.5) < 1e-9);
+    // further back than the 16 kept (the oldest at 11.5 s, 1.0 s waited): nothing before it counted
+    assert.ok(Math.abs(waitAt(ring, written, 5) - 1) < 1e-9);
+    assert.equal(waitAt(ring, 0, 5), 0);
+  });
+
   it('processCpuSeconds: the whole process\'s CPU time in the interval (cpu-starved reads it against the CPU budget)', async () => {
     sampler = createEventLoopSampler();
     sampler.sample();
