@@ -5,7 +5,7 @@ const { metricDef, RUNTIME, NO_ATTRIBUTES, attributesOf } = require('./metric-de
 const { openSchedstat } = require('./schedstat');
 
 const RESOLUTION_MS = 10;
-// Readings of the main thread's wait for a CPU kept (see #waitAt): 1.6 s at 100 ms, 16 s at 1 s.
+// Readings of the main thread's wait for a CPU kept (see waitAt): 1.6 s at 100 ms, 16 s at 1 s.
 const WAITS = 16;
 const RESOLUTION_NS = RESOLUTION_MS * 1e6;
 
@@ -198,8 +198,7 @@ class EventLoopSampler {
     // The interval's longest lateness less the time the thread waited for a CPU over it: what the
     // app blocked at least, running or in a blocking call (sync I/O, Atomics.wait, execSync). A
     // lower bound: the wait may have been outside the block. A lateness longer than the interval
-    // (a firing due before the last sample, on a starved core) also counts its share of the
-    // previous interval's wait.
+    // (a firing due before the last sample, on a starved core) counts the wait over all of it.
     let wait = r.mainThreadWaitSeconds;
     if (now !== null) {
       if (wait !== null && r.lateSeconds > r.spanSeconds) wait = now[1] / 1e9 - waitAt(this.#waits, this.#waitsAt, this.#nowAt / 1000 - r.lateSeconds);

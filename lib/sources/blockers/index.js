@@ -4,7 +4,7 @@
 // block from the kernel's account of the main thread and, while it lasts, samples the main
 // thread's stack with Sentry's native capture (an optional dependency); nothing runs on the main
 // thread while the loop is healthy; by default (auto) it starts at the first block and stops after
-// a quiet period (arming.js). This file declares it (settings, metrics) and creates it;
+// a quiet period (arming.js; starved.js tells a starved process from a block). This file declares it (settings, metrics) and creates it;
 // capture.js (main thread; native.js loads the capture), watchdog.js (the worker) and summary.js
 // (stack samples reduced to their blockers) do the work. Its cost: bench/blockers.js,
 // bench/blockers-stop.js.
