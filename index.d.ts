@@ -65,7 +65,7 @@ export interface TracerOptions {
 
 /** The blockers options. */
 export interface BlockersOptions {
-  /** the capture of what blocked the event loop: a watchdog thread reads the main thread's CPU time in /proc and, while a block lasts, samples its JavaScript stack (Sentry's native capture; each sample stops the main thread about 0.1 ms); Linux. auto (the default): nothing of it runs until an interval's event-loop delay reaches the threshold; then it starts (the blocks of that interval are timed, not seen into) and stops after 10 minutes without a block, its worker's memory (+10 MB of RSS on Node 20, +18 MB on Node 24, docs/cost.md) returned. on: always running; off: never: auto, on or off (UVSCOPE_BLOCKERS, default auto). */
+  /** the capture of what blocked the event loop: a watchdog thread reads the main thread's CPU time in /proc and, while a block lasts, samples its JavaScript stack (Sentry's native capture; each sample stops the main thread about 0.1 ms); Linux. auto (the default): nothing of it runs until an interval's event-loop delay, less the main thread's wait for a CPU (and, where it waited off the CPU for its own threads, their wait for one: a starved process is not a block), reaches the threshold; then it starts (the blocks of that interval are timed, not seen into) and stops after 10 minutes without a block, its worker's memory (+10 MB of RSS on Node 20, +18 MB on Node 24, docs/cost.md) returned. on: always running; off: never: auto, on or off (UVSCOPE_BLOCKERS, default auto). */
   mode?: 'auto' | 'on' | 'off';
   /** an integer number of milliseconds from 20 to 60000 (a block at least this long is captured) (UVSCOPE_BLOCKERS_THRESHOLD_MS, default 100). */
   thresholdMs?: number;

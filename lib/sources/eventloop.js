@@ -5,6 +5,8 @@ const { metricDef, RUNTIME, NO_ATTRIBUTES, attributesOf } = require('./metric-de
 const { openSchedstat } = require('./schedstat');
 
 const RESOLUTION_MS = 10;
+// Readings of the main thread's wait for a CPU kept (see waitAt): 1.6 s at 100 ms, 16 s at 1 s.
+const WAITS = 16;
 const RESOLUTION_NS = RESOLUTION_MS * 1e6;
 
 /** Upper bounds for event-loop delay (lateness of a 10 ms timer). */
@@ -71,8 +73,20 @@ class EventLoopSampler {
   #lastElu;
   /** @type {{ read(): number[] | null, close(): void } | null} */
   #sched;
-  /** @type {number[] | null} */
+  /** @type {number[] | null} the main thread's schedstat at the interval's start */
   #lastSched;
+  /** @type {number[] | null} ...and at its end: read once, by sample() (see #read) */
+  #nowSched = null;
+  // performance.now() (ms) of those two readings: the interval's span.
+  #lastAt = 0;
+  #nowAt = 0;
+  /** @type {import('./index').LoopReading} handed on in the tick (one object, rewritten each sample) */
+  #reading = { lateSeconds: 0, spanSeconds: 0, mainThreadCpuSeconds: null, mainThreadWaitSeconds: null, blockedOnCpuMaxSeconds: null };
+  // The last WAITS readings' [time (s, performance.now), the thread's wait for a CPU so far (s)]:
+  // a lateness longer than its interval (a firing due before the last sample, on a starved core)
+  // began in an earlier one, whose wait counts too.
+  #waits = new Float64Array(2 * WAITS);
+  #waitsAt = 0; // readings written
   /** @type {NodeJS.CpuUsage | null} the process's CPU time at the interval's start */
   #lastCpu = null;
   // The interval's longest lateness (seconds), as sample() read it; with the thread's wait for a
@@ -96,6 +110,12 @@ class EventLoopSampler {
     this.#lastElu = performance.eventLoopUtilization();
     this.#sched = openSchedstat();
     this.#lastSched = this.#sched ? this.#sched.read() : null;
+    this.#lastAt = performance.now();
+    if (this.#lastSched) {
+      this.#waits[0] = this.#lastAt / 1000;
+      this.#waits[1] = this.#lastSched[1] / 1e9;
+      this.#waitsAt = 1;
+    }
   }
 
   /** The timer's current period in milliseconds (10 busy, 100 quiet, 1000 idle). */
@@ -103,8 +123,12 @@ class EventLoopSampler {
     return this.#timer.periodMs;
   }
 
-  /** @returns {import('./index').RawPoint[]} */
-  sample() {
+  /**
+   * @param {import('./index').Tick} [tick] gets the interval's reading (tick.loop), for the
+   *   samplers after this one (the blockers capture's start)
+   * @returns {import('./index').RawPoint[]}
+   */
+  sample(tick) {
     const performance = this.#performance;
     /** @type {import('./index').RawPoint[]} */
     const out = [{ name: 'nodejs.eventloop.delay.mode', attributes: MODE_ATTRIBUTES(this.mode), value: 1 }];
@@ -124,6 +148,8 @@ class EventLoopSampler {
     }
     this.#timer.flush(); // a long period's reading so far, into this interval
     this.#sampleDelay(out);
+    this.#read();
+    if (tick) tick.loop = this.#reading;
     if (this.#histogram.count > 0) {
       out.push({ name: 'nodejs.eventloop.delay', attributes: NO_ATTRIBUTES, histogram: this.#histogram.snapshot() });
     }
@@ -155,22 +181,46 @@ class EventLoopSampler {
   }
 
   /**
-   * Seconds the main thread ran on a CPU and waited for one since the last endInterval() (null where
-   * the platform does not tell): a loop late because its thread waited for a CPU (an
-   * overloaded host, a CPU quota) is not an app blocking its loop. Read after sample().
+   * The interval's end: the main thread's schedstat, read once for every reader of the interval
+   * (details(), the tick's loop reading, the next interval's start).
    */
-  details() {
+  #read() {
     const now = this.#sched ? this.#sched.read() : null;
+    this.#nowSched = now;
+    this.#nowAt = this.#performance.now();
     const last = this.#lastSched;
     const known = now !== null && last !== null;
-    const wait = known ? (now[1] - last[1]) / 1e9 : null;
+    const r = this.#reading;
+    r.lateSeconds = this.#intervalLate;
+    r.spanSeconds = (this.#nowAt - this.#lastAt) / 1000;
+    r.mainThreadCpuSeconds = known ? (now[0] - last[0]) / 1e9 : null;
+    r.mainThreadWaitSeconds = known ? (now[1] - last[1]) / 1e9 : null;
+    // The interval's longest lateness less the time the thread waited for a CPU over it: what the
+    // app blocked at least, running or in a blocking call (sync I/O, Atomics.wait, execSync). A
+    // lower bound: the wait may have been outside the block. A lateness longer than the interval
+    // (a firing due before the last sample, on a starved core) counts the wait over all of it.
+    let wait = r.mainThreadWaitSeconds;
+    if (now !== null) {
+      if (wait !== null && r.lateSeconds > r.spanSeconds) wait = now[1] / 1e9 - waitAt(this.#waits, this.#waitsAt, this.#nowAt / 1000 - r.lateSeconds);
+      const i = (this.#waitsAt++ % WAITS) * 2;
+      this.#waits[i] = this.#nowAt / 1000;
+      this.#waits[i + 1] = now[1] / 1e9;
+    }
+    r.blockedOnCpuMaxSeconds = wait !== null ? Math.max(0, r.lateSeconds - wait) : null;
+  }
+
+  /**
+   * Seconds the main thread ran on a CPU and waited for one in the interval (null where the
+   * platform does not tell): a loop late because its thread waited for a CPU (an overloaded host,
+   * a CPU quota) is not an app blocking its loop. From sample()'s reading (read there if not yet).
+   */
+  details() {
+    if (this.#nowSched === null) this.#read();
+    const r = this.#reading;
     return {
-      mainThreadCpuSeconds: known ? (now[0] - last[0]) / 1e9 : null,
-      mainThreadWaitSeconds: wait,
-      // The interval's longest lateness less all the time the thread waited for a CPU in the
-      // interval: what the app blocked at least, running or in a blocking call (sync I/O,
-      // Atomics.wait, execSync). A lower bound: the wait may have been outside the block.
-      blockedOnCpuMaxSeconds: known ? Math.max(0, this.#intervalLate - wait) : null,
+      mainThreadCpuSeconds: r.mainThreadCpuSeconds,
+      mainThreadWaitSeconds: r.mainThreadWaitSeconds,
+      blockedOnCpuMaxSeconds: r.blockedOnCpuMaxSeconds,
       // CPU time of the whole process (every thread) in the interval: against the CPU budget it
       // tells an app that uses its CPUs from one that waits for a busy host (cpu-starved).
       processCpuSeconds: this.#lastCpu ? cpuSeconds(process.cpuUsage(this.#lastCpu)) : null,
@@ -179,7 +229,10 @@ class EventLoopSampler {
 
   /** Start a new interval. */
   endInterval() {
-    this.#lastSched = this.#sched ? this.#sched.read() : null;
+    if (this.#nowSched === null) this.#read();
+    this.#lastSched = this.#nowSched;
+    this.#lastAt = this.#nowAt;
+    this.#nowSched = null;
     this.#lastCpu = process.cpuUsage();
     this.#intervalLate = 0;
   }
@@ -200,6 +253,32 @@ class EventLoopSampler {
  */
 function createEventLoopSampler(options = {}) {
   return new EventLoopSampler(options);
+}
+
+/**
+ * The main thread's wait for a CPU so far (s) at time t (s), from the ring of readings [time, wait
+ * so far] (the last min(written, WAITS)): interpolated between the two around t, the oldest one's
+ * where t is before it (what it waited before is not counted).
+ * @param {Float64Array} w
+ * @param {number} written readings written so far (the newest at (written - 1) % WAITS)
+ * @param {number} t
+ */
+function waitAt(w, written, t) {
+  const n = Math.min(written, WAITS);
+  let after = -1; // the oldest reading at or after t
+  let before = -1; // the newest reading before t
+  for (let k = 0; k < n; k++) {
+    const i = ((written - 1 - k) % WAITS) * 2; // newest first
+    if (w[i] >= t) after = i;
+    else {
+      before = i;
+      break;
+    }
+  }
+  if (after < 0) return before < 0 ? 0 : w[before + 1];
+  if (before < 0) return w[after + 1];
+  const share = (t - w[before]) / Math.max(1e-9, w[after] - w[before]);
+  return w[before + 1] + share * (w[after + 1] - w[before + 1]);
 }
 
 /** User and system CPU time (µs) in seconds. */
@@ -270,4 +349,4 @@ const source = Object.freeze({
   create: () => createEventLoopSampler(),
 });
 
-module.exports = { source, EVENTLOOP_BUCKETS, createEventLoopSampler, RESOLUTION_MS, RESOLUTION_NS, _internal: { addToBuckets, countAtMost } };
+module.exports = { source, EVENTLOOP_BUCKETS, createEventLoopSampler, RESOLUTION_MS, RESOLUTION_NS, _internal: { addToBuckets, countAtMost, waitAt, WAITS } };

@@ -13,7 +13,20 @@
  * @property {Map<string, number>} resources process.getActiveResourcesInfo() counted by type
  *   (empty when the Node version lacks it or it failed)
  * @property {RawPoint[]} [points] the points of the samplers sampled before this one in this tick
- *   (the blockers source reads the event-loop source's delay.max there)
+ * @property {LoopReading} [loop] the event-loop source's reading of the interval (it samples first;
+ *   the blockers capture's start reads it)
+ */
+
+/**
+ * The event-loop source's one reading of an interval (lib/sources/eventloop.js), as its details
+ * give it: its longest lateness, its span, the main thread's schedstat over it and what the app
+ * blocked at least (null where the kernel does not tell).
+ * @typedef {object} LoopReading
+ * @property {number} lateSeconds
+ * @property {number} spanSeconds
+ * @property {number | null} mainThreadCpuSeconds
+ * @property {number | null} mainThreadWaitSeconds
+ * @property {number | null} blockedOnCpuMaxSeconds the lateness less the main thread's wait over it
  */
 
 /**

@@ -207,8 +207,10 @@ describe('sources/blockers', function () {
         while (!what() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
         return what();
       };
-      const healthy = { resources: new Map(), points: [{ name: 'nodejs.eventloop.delay.max', attributes: {}, value: 0.05 }] };
-      const blocked = { resources: new Map(), points: [{ name: 'nodejs.eventloop.delay.max', attributes: {}, value: 0.25 }] };
+      // The event-loop source's reading of the interval, as the tick hands it on.
+      const loop = (lateSeconds) => ({ lateSeconds, spanSeconds: lateSeconds + 0.1, mainThreadCpuSeconds: lateSeconds, mainThreadWaitSeconds: 0, blockedOnCpuMaxSeconds: lateSeconds });
+      const healthy = { resources: new Map(), loop: loop(0.05) };
+      const blocked = { resources: new Map(), loop: loop(0.25) };
       const base = threads();
       const sampler = createBlockersSampler({ mode: 'auto', thresholdMs: 100, quietMs: 300 });
       try {

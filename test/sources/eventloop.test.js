@@ -69,6 +69,53 @@ describe('samplers/eventloop', function () {
     assert.ok(after.blockedOnCpuMaxSeconds >= 0.2 - waited - 0.03, `${after.blockedOnCpuMaxSeconds} s blocked, ${waited} s waited for a CPU`);
   });
 
+  it('one reading of the interval for every reader: the tick\'s (the blockers capture\'s start) is details\' (Linux)', async function () {
+    sampler = createEventLoopSampler();
+    if (sampler.details().mainThreadWaitSeconds === null) this.skip();
+    sampler.sample();
+    sampler.endInterval();
+    await sleep(30);
+    block(150);
+    await sleep(30);
+    const tick = { resources: new Map() };
+    const points = sampler.sample(tick);
+    await sleep(50); // time passes between the samplers and details(): the figures do not move
+    const d = sampler.details();
+    const loop = tick.loop;
+    assert.equal(loop.lateSeconds, value(points, 'nodejs.eventloop.delay.max'));
+    assert.equal(loop.mainThreadWaitSeconds, d.mainThreadWaitSeconds);
+    assert.equal(loop.mainThreadCpuSeconds, d.mainThreadCpuSeconds);
+    assert.equal(loop.blockedOnCpuMaxSeconds, d.blockedOnCpuMaxSeconds);
+    const again = sampler.details();
+    assert.deepEqual([again.mainThreadWaitSeconds, again.mainThreadCpuSeconds, again.blockedOnCpuMaxSeconds], [d.mainThreadWaitSeconds, d.mainThreadCpuSeconds, d.blockedOnCpuMaxSeconds]);
+    // Ground truth: the 150 ms the test ran (its CPU, less what it waited for one)
+    assert.ok(loop.mainThreadCpuSeconds + loop.mainThreadWaitSeconds >= 0.14, JSON.stringify(loop));
+    assert.ok(loop.spanSeconds >= 0.2 && loop.spanSeconds < 1, JSON.stringify(loop));
+    sampler.endInterval();
+    // The next interval starts where this one's reading ended: the 50 ms before details() are in it.
+    sampler.sample(tick);
+    assert.ok(tick.loop.spanSeconds >= 0.045, JSON.stringify(tick.loop));
+  });
+
+  it('the wait for a CPU over a lateness longer than its interval: the readings before it count, interpolated (waitAt)', () => {
+    const { waitAt, WAITS } = require('../../lib/sources/eventloop')._internal;
+    const ring = new Float64Array(2 * WAITS);
+    let written = 0;
+    // readings every 0.3 s from t = 10 s, the thread waiting 0.2 s of each 0.3 s (a starved core)
+    for (let k = 0; k <= 20; k++) {
+      const i = (written++ % WAITS) * 2;
+      ring[i] = 10 + 0.3 * k;
+      ring[i + 1] = 0.2 * k;
+    }
+    const now = 16; // the newest reading (k = 20), waited 4 s so far
+    assert.ok(Math.abs(waitAt(ring, written, now) - 4) < 1e-9);
+    // a lateness of 0.75 s: from 15.25, between the readings at 15.1 (3.4) and 15.4 (3.6)
+    assert.ok(Math.abs(4 - waitAt(ring, written, now - 0.75) - 0.5) < 1e-9);
+    // further back than the 16 kept (the oldest at 11.5 s, 1.0 s waited): nothing before it counted
+    assert.ok(Math.abs(waitAt(ring, written, 5) - 1) < 1e-9);
+    assert.equal(waitAt(ring, 0, 5), 0);
+  });
+
   it('processCpuSeconds: the whole process\'s CPU time in the interval (cpu-starved reads it against the CPU budget)', async () => {
     sampler = createEventLoopSampler();
     sampler.sample();

@@ -1,28 +1,14 @@
 'use strict';
 
 // When the capture runs (blockers/capture.js), in UVSCOPE_BLOCKERS=auto: from the first interval
-// whose event-loop delay (the event-loop source's nodejs.eventloop.delay.max, read in the same
-// tick, less the main thread's wait for a CPU: capture.js) reached the threshold, until no
-// interval has for the quiet period. While the loop is
-// healthy nothing of the capture exists: no worker, no GC observer, no request listener, no
-// native module. `on` runs it always, `off` never.
+// whose event-loop delay (the event-loop source's reading of the interval, in the tick) less the
+// main thread's wait for a CPU and, where the process starved, its other threads' (starved.js)
+// reached the threshold, until no interval has for the quiet period. While the loop is healthy
+// nothing of the capture exists: no worker, no GC observer, no request listener, no native
+// module. `on` runs it always, `off` never.
 
 // How long the capture stays without a block before it stops (its worker's memory can return).
 const QUIET_MS = 10 * 60 * 1000;
-const DELAY_MAX = 'nodejs.eventloop.delay.max';
-
-/**
- * The interval's longest event-loop delay (seconds) from the points of the samplers sampled
- * before this one in the tick (the event-loop source comes first), or 0.
- * @param {{ points?: readonly { name: string, value?: number }[] } | undefined} tick
- * @returns {number}
- */
-function loopDelayMax(tick) {
-  const points = tick && tick.points;
-  if (!points) return 0;
-  for (let i = 0; i < points.length; i++) if (points[i].name === DELAY_MAX) return points[i].value || 0;
-  return 0;
-}
 
 class Arming {
   armed = false;
@@ -67,4 +53,4 @@ class Arming {
   }
 }
 
-module.exports = { Arming, loopDelayMax, QUIET_MS };
+module.exports = { Arming, QUIET_MS };

@@ -21,6 +21,7 @@ const { BLOCK_BUCKETS } = require('./metrics');
 const { published } = require('../../core/channels');
 const { shortName } = require('./names');
 const { unavailable, loadNative } = require('./native');
+const { OtherThreads, blockedSeconds } = require('./starved');
 
 // Blocks kept per interval: the longest ones (a loop blocked all the time makes a few a second).
 const MAX_BLOCKS = 10;
@@ -84,9 +85,8 @@ class BlockersSampler {
   #options;
   /** @type {import('./arming').Arming | null} auto: when the capture runs */
   #arming = null;
-  /** @type {{ read(): number[] | null, close(): void } | null} auto: the main thread's schedstat */
-  #sched = null;
-  #lastWaitNs = 0;
+  /** @type {import('./starved').OtherThreads | null} auto, Linux: the process's other threads (starved.js) */
+  #others = null;
 
   /**
    * @param {{ mode?: string, thresholdMs?: number, quietMs?: number, now?: () => number, workerFile?: string, pollMs?: number, sampleMs?: number }} options
@@ -105,9 +105,7 @@ class BlockersSampler {
     if (options.mode === 'on') return void this.#start();
     const { Arming } = require('./arming');
     this.#arming = new Arming({ thresholdMs: this.#thresholdMs, quietMs: options.quietMs, now: options.now });
-    this.#sched = require('../schedstat').openSchedstat();
-    const first = this.#sched && this.#sched.read();
-    this.#lastWaitNs = first ? first[1] : 0;
+    this.#others = new OtherThreads();
   }
 
   /** The capture started: the native module, the watchdog worker, the GC observer, the request listener. */
@@ -310,20 +308,23 @@ class BlockersSampler {
    * auto: the capture starts at the first interval whose loop delay reached the threshold (that
    * block timed, not seen into: a block without samples, which the findings word as such) and
    * stops after the quiet period without one (arming.js).
+   * @param {import('../index').Tick | undefined} tick
+   * @param {boolean} blocked
    */
   #consider(tick, blocked) {
-    const { loopDelayMax } = require('./arming');
-    const late = loopDelayMax(tick);
-    // Less the time the main thread waited for a CPU in the interval, as the event-loop source's
-    // blockedOnCpuMaxSeconds (what eventloop-blocked counts): a loaded host is not a block.
-    const now = this.#sched && this.#sched.read();
-    const waited = now ? Math.max(0, now[1] - this.#lastWaitNs) / 1e9 : 0;
-    if (now) this.#lastWaitNs = now[1];
-    const delay = Math.max(0, late - waited);
+    const loop = tick && tick.loop;
+    const late = loop ? loop.lateSeconds : 0;
+    // Less the time the main thread waited for a CPU in the interval (the event-loop source's
+    // reading, as its blockedOnCpuMaxSeconds, which eventloop-blocked counts: a loaded host is not
+    // a block), and, while the capture is off, the other threads' wait for a CPU that the main
+    // thread waited on (starved.js: a starved process is not a block either).
+    const others = this.#others;
+    const delay = !loop ? 0 : others && !(this.#arming && this.#arming.armed) ? others.blocked(loop, this.#thresholdMs / 1000) : blockedSeconds(loop, null);
     const arming = /** @type {import('./arming').Arming} */ (this.#arming);
     const what = arming.consider(delay, blocked);
     if (what === 'stop') return void this.#stop();
     if (what !== 'start') return;
+    if (others) others.forget();
     this.#blocks.push({
       startedMs: Date.now() - late * 1000, durationSeconds: late, ranSeconds: delay, capturedSeconds: 0, samples: 0,
       gcShare: 0, gcKind: null, scavengeShare: 0, route: null, blockers: [], heap: null,
@@ -377,8 +378,7 @@ class BlockersSampler {
   close() {
     if (this.#arming) this.#arming.armed = false;
     this.#arming = null;
-    if (this.#sched) this.#sched.close();
-    this.#sched = null;
+    this.#others = null;
     this.#stop();
   }
 }
