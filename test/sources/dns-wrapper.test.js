@@ -94,6 +94,42 @@ describe('sources/dns: the wrapper around a reused in-flight record', () => {
     assert.equal(sampler.inFlight, 0);
     });
   });
+
+  it("the original gets the app's `this` and as many arguments as the app passed, the callback replaced where it was (2, 3 and 5 arguments), and its return value goes back", () => {
+    const seen = [];
+    const dns = {
+      lookup(...args) {
+        seen.push({ self: this, args });
+        return `returned ${args.length}`;
+      },
+    };
+    return withSampler(dns, (sampler) => {
+    const self = { mine: true };
+    const cb = () => {};
+    const options = { family: 4 };
+    const extra = { more: 1 };
+    assert.equal(dns.lookup.call(self, 'two.test', cb), 'returned 2');
+    assert.equal(dns.lookup.call(self, 'three.test', options, cb), 'returned 3');
+    assert.equal(dns.lookup.call(self, 'three-cb.test', cb, undefined), 'returned 3');
+    assert.equal(dns.lookup.call(self, 'five.test', options, cb, extra, 7), 'returned 5');
+    assert.deepEqual(seen.map((c) => c.args.length), [2, 3, 3, 5]);
+    for (const c of seen) assert.equal(c.self, self);
+    // Where the app's callback was, the wrapper's (it calls the app's): everything else as passed.
+    const at = [1, 2, 1, 2];
+    seen.forEach((c, i) => {
+      assert.equal(typeof c.args[at[i]], 'function');
+      assert.notEqual(c.args[at[i]], cb, 'the callback is the wrapper\'s');
+    });
+    assert.equal(seen[1].args[1], options);
+    assert.equal(seen[2].args[2], undefined);
+    assert.deepEqual(seen[3].args.slice(0, 2), ['five.test', options]);
+    assert.deepEqual(seen[3].args.slice(3), [extra, 7]);
+    assert.equal(sampler.inFlight, 4);
+    seen.forEach((c, i) => c.args[at[i]](null, '127.0.0.1', 4));
+    assert.equal(sampler.inFlight, 0);
+    assert.equal(recorded(sampler, 'five.test'), 1);
+    });
+  });
 });
 
 describe("sources/dns: the agent's own lookupService (the threadpool's dns probe)", () => {

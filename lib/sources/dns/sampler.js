@@ -15,7 +15,8 @@ const { published } = require('../../core/channels');
 const { injectFault, faultsOn } = require('../../core/faults');
 const { DnsWrappers, wrapCallbackLookup, wrapCallbackService } = require('./wrapper');
 
-// The clock of a lookup's end, as slots.js's of its start: process.hrtime.bigint(), read once.
+// The clock of a lookup's end, as slots.js's of its start: process.hrtime.bigint(), read once,
+// kept as a number of nanoseconds (slots.js says why).
 const hrtimeBigInt = process.hrtime.bigint;
 
 // How far back percentiles reach by default.
@@ -143,10 +144,10 @@ class AppLookups {
    */
   record(ctx, err) {
     if (!ctx.live) return;
-    const now = hrtimeBigInt();
+    const now = Number(hrtimeBigInt());
     const { hostname, caller, start } = ctx;
     const host = /** @type {import('./name-figures').NameFigures} */ (ctx.host);
-    const seconds = Number(now - start) / 1e9;
+    const seconds = (now - start) / 1e9;
     const wait = ctx.waitedS;
     // The record holds nothing of this lookup when it goes back for the next: no app string or
     // caller kept alive by an idle record through V8's scavenges.
@@ -294,7 +295,7 @@ function ownTracker(model) {
       if (!ctx.live) return;
       const { ownRecords, slots } = model();
       try {
-        slots.release(ctx, hrtimeBigInt(), ownRecords);
+        slots.release(ctx, Number(hrtimeBigInt()), ownRecords);
       } catch (e) {
         reportError('sampler:dns', e);
       }

@@ -12,17 +12,25 @@
 
 // The clock of a lookup's start and end: process.hrtime.bigint(), read once (the global `process`
 // is an accessor on Node 20). One BigInt a reading: process.hrtime()'s [seconds, nanoseconds]
-// array and the arithmetic on its two numbers cost more bytes and instructions per lookup.
+// array and the arithmetic on its two numbers cost more bytes and instructions per lookup. The
+// reading is kept as a number of nanoseconds (nowNs()): a difference of two BigInts is one more
+// BigInt per lookup, and a number in a record's field is updated in place. Exact below 2^53 ns
+// (104 days since the clock's origin, the boot); beyond, a few ns, far below a lookup's µs.
 const hrtimeBigInt = process.hrtime.bigint;
 
+/** @returns {number} the monotonic clock in nanoseconds */
+function nowNs() {
+  return Number(hrtimeBigInt());
+}
+
 /**
- * A lookup as the model sees it: its `start` (hrtimeBigInt()), whether it is `waiting` for a
+ * A lookup as the model sees it: its `start` (nowNs()), whether it is `waiting` for a
  * slot and how long it waited (`waitedS`), all set by the model. The record is reused from lookup
  * to lookup (LookupRecords); its start is the one object a lookup leaves on it (alive through a
  * scavenge only while the lookup is in flight).
  */
 class SlotLookup {
-  start = 0n;
+  start = 0;
   // Seconds from its start to getting a slot: 0 when it got one at its start (or its wait is
   // unknown), else set at the callback that freed its slot (secondsBetween(start, that callback)).
   waitedS = 0;
@@ -36,14 +44,13 @@ class SlotLookup {
 }
 
 /**
- * The seconds between two hrtimeBigInt() readings (the difference in nanoseconds is an integer
- * below 2^53, exact as a double).
- * @param {bigint} from
- * @param {bigint} to
+ * The seconds between two nowNs() readings.
+ * @param {number} from
+ * @param {number} to
  * @returns {number}
  */
 function secondsBetween(from, to) {
-  return Number(to - from) / 1e9;
+  return (to - from) / 1e9;
 }
 
 /**
@@ -116,7 +123,7 @@ class SlotModel {
     } else {
       r = records.make();
     }
-    r.start = hrtimeBigInt();
+    r.start = nowNs();
     r.live = true;
     r.waitedS = 0;
     let size = this.size;
@@ -138,7 +145,7 @@ class SlotModel {
    * back to `records`. Read what the record holds first: it may be taken again at once.
    * @template {SlotLookup} T
    * @param {T} r
-   * @param {bigint} now hrtimeBigInt() at the callback
+   * @param {number} now nowNs() at the callback
    * @param {LookupRecords<T>} records
    */
   release(r, now, records) {
@@ -177,7 +184,7 @@ class SlotModel {
   }
 
   // A slot came free while lookups are queued: it goes to the next ones.
-  /** @param {bigint} now */
+  /** @param {number} now */
   #next(now) {
     let running = this.#running - 1;
     const size = /** @type {number} */ (this.size);
