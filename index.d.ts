@@ -180,6 +180,8 @@ export interface DnsHostDetails {
   readonly timeouts: number;
   readonly inFlight: number;
   readonly totalLookups: number;
+  /** Lookups that ended in the interval: what seconds, queueWaitSeconds and resolveSeconds sum over. */
+  readonly endedLookups: number;
   /** Seconds the interval's lookups waited for a DNS slot of the threadpool. */
   readonly queueWaitSeconds: number;
   /** Seconds the interval's lookups took once they had a slot (getaddrinfo itself). */

@@ -35,9 +35,12 @@ function formatReport(snapshot) {
   const heldBy = otherPoolWork(snapshot.details && snapshot.details.threadpool, snapshot.signals, TYPE_NAMES);
   if (hosts.length) lines.push(`dns lookups (last interval: mean = waiting for a DNS slot + ${onThread ? 'on a pool thread' : 'resolving'}${heldBy ? ' or waiting for a thread held by other work' : ''}; recent: p50, p99, standard deviation):`);
   for (const h of hosts.slice(0, MAX_HOSTS)) {
-    const split = h.lookups > 0
-      ? `${msDns(h.seconds / h.lookups)} = ${msDns(h.queueWaitSeconds / h.lookups)} waiting for a DNS slot + ${msDns(h.resolveSeconds / h.lookups)} ${onThread || 'resolving'}${heldBy}`
-      : 'none this interval';
+    // The sums are over the lookups that ended in the interval (one may start in one and end in
+    // the next); a snapshot of an agent before endedLookups divides by the lookups started.
+    const ended = h.endedLookups !== undefined ? h.endedLookups : h.lookups;
+    const split = ended > 0
+      ? `${ended !== h.lookups ? `${ended} ended, ` : ''}${msDns(h.seconds / ended)} = ${msDns(h.queueWaitSeconds / ended)} waiting for a DNS slot + ${msDns(h.resolveSeconds / ended)} ${onThread || 'resolving'}${heldBy}`
+      : h.lookups > 0 ? 'none ended this interval' : 'none this interval';
     lines.push(`  ${h.name}: ${h.lookups} lookups, ${split}; recent ${h.recentLookups}: p50 ${msDns(h.p50)}, p99 ${msDns(h.p99)}, stddev ${msDns(h.stddev)}`);
   }
   if (hosts.length > MAX_HOSTS) lines.push(`  ... and ${hosts.length - MAX_HOSTS} more hostnames`);

@@ -62,7 +62,7 @@ describe('uvscope report', () => {
       assert.match(r.stdout, /\n {2}impact: [\d.]+ ms lost per second, \d+ affected, score [\d.]+\n/);
       // Each lookup's time split in two, per hostname (on a machine busy enough that pool threads
       // waited for a CPU, the second part is not called resolving: lib/report/text.js).
-      assert.match(r.stdout, /\n {2}localhost: \d+ lookups, [\d.]+ ms = [\d.]+ ms waiting for a DNS slot \+ [\d.]+ ms (resolving|on a pool thread, of which pool threads spent \d+ % waiting for a CPU); recent \d+: p50 [\d.]+ ms, p99 [\d.]+ ms, stddev [\d.]+ ms\n/);
+      assert.match(r.stdout, /\n {2}localhost: \d+ lookups, (\d+ ended, )?[\d.]+ ms = [\d.]+ ms waiting for a DNS slot \+ [\d.]+ ms (resolving|on a pool thread, of which pool threads spent \d+ % waiting for a CPU); recent \d+: p50 [\d.]+ ms, p99 [\d.]+ ms, stddev [\d.]+ ms\n/);
       const down = await runNode([BIN, 'report', '--url', `http://127.0.0.1:${await freePort()}/snapshot.json`]);
       assert.equal(down.code, 1);
       assert.match(down.stderr, /uvscope report: cannot read http:\/\/127\.0\.0\.1:\d+\/snapshot\.json/);
@@ -109,7 +109,7 @@ describe('uvscope report', () => {
         assert.match(r.stdout, /\[(info|warning|critical)\] dns-no-cache: localhost is looked up \d+(\.\d)? times a second/);
         assert.match(r.stdout, /\n {2}impact: [\d.]+ ms lost per second, \d+ affected, score [\d.]+\n/);
         // Each lookup's time split in two, per hostname.
-        assert.match(r.stdout, /\n {2}localhost: \d+ lookups, [\d.]+ ms = [\d.]+ ms waiting for a DNS slot \+ [\d.]+ ms resolving; recent \d+: p50 [\d.]+ ms, p99 [\d.]+ ms, stddev [\d.]+ ms\n/);
+        assert.match(r.stdout, /\n {2}localhost: \d+ lookups, (\d+ ended, )?[\d.]+ ms = [\d.]+ ms waiting for a DNS slot \+ [\d.]+ ms resolving; recent \d+: p50 [\d.]+ ms, p99 [\d.]+ ms, stddev [\d.]+ ms\n/);
       } finally {
         process.kill(app.pid, 'SIGKILL');
       }

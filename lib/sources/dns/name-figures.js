@@ -23,6 +23,9 @@ const NO_CALLERS = Object.freeze([]);
  * @property {number} lookups lookups started in the interval
  * @property {number} errors lookups that failed in the interval
  * @property {number} seconds sum of the durations of lookups that ended in the interval
+ * @property {number} endedLookups lookups that ended in the interval: what seconds,
+ *   queueWaitSeconds and resolveSeconds are summed over (a lookup can start in one interval and
+ *   end in another, so lookups is not)
  * @property {number} queueWaitSeconds the part of them spent waiting for a DNS slot
  * @property {number} resolveSeconds the rest: resolving
  * @property {number} queuedLookups those that waited for a slot at all
@@ -170,6 +173,7 @@ class NameFigures {
     if (w === null) w = this.#queueWait = names.queueWaitOf(this.#name);
     w.histogram.observe(waited);
     const i = this.#interval;
+    i.endedLookups++;
     i.seconds += seconds;
     i.queueWaitSeconds += waited;
     if (waited > 0) i.queuedLookups++;
@@ -207,6 +211,7 @@ class NameFigures {
     d.lookups = i.lookups;
     d.errors = i.errors;
     d.seconds = i.seconds;
+    d.endedLookups = i.endedLookups;
     d.queueWaitSeconds = i.queueWaitSeconds;
     d.resolveSeconds = i.resolveSeconds;
     d.queuedLookups = i.queuedLookups;
@@ -230,14 +235,14 @@ class NameFigures {
    */
   endInterval() {
     const i = this.#interval;
-    i.lookups = i.errors = i.seconds = i.queueWaitSeconds = i.resolveSeconds = i.queuedLookups = 0;
+    i.lookups = i.errors = i.seconds = i.endedLookups = i.queueWaitSeconds = i.resolveSeconds = i.queuedLookups = 0;
     i.maxSeconds = i.duplicates = i.timeouts = 0;
     i.maxInFlight = this.#inFlight;
   }
 }
 
 function newInterval(inFlight) {
-  return { lookups: 0, errors: 0, seconds: 0, queueWaitSeconds: 0, resolveSeconds: 0, queuedLookups: 0, maxSeconds: 0, duplicates: 0, maxInFlight: inFlight, timeouts: 0 };
+  return { lookups: 0, errors: 0, seconds: 0, endedLookups: 0, queueWaitSeconds: 0, resolveSeconds: 0, queuedLookups: 0, maxSeconds: 0, duplicates: 0, maxInFlight: inFlight, timeouts: 0 };
 }
 
 /**
@@ -273,7 +278,7 @@ const byCountDescending = (a, b) => b.count - a.count;
 // survivors of scavenges at 200 lookups a second over 50 names).
 function newDetails(name) {
   return Object.seal({
-    name, lookups: 0, errors: 0, seconds: 0, queueWaitSeconds: 0, resolveSeconds: 0, queuedLookups: 0,
+    name, lookups: 0, errors: 0, seconds: 0, endedLookups: 0, queueWaitSeconds: 0, resolveSeconds: 0, queuedLookups: 0,
     recentLookups: 0, p50: 0, p99: 0, stddev: 0, tail: null,
     maxSeconds: 0, duplicates: 0, maxInFlight: 0, timeouts: 0, inFlight: 0, totalLookups: 0, callers: NO_CALLERS, mean: 0,
   });
