@@ -29,7 +29,6 @@ function countResources() {
  */
 function samplePoints(samplers, tick, previous = NO_POINTS) {
   const points = [];
-  tick.points = points;
   let shift = 0;
   let searches = 8;
   // Index loops over the samplers too (here and below): no iterator result per sampler.
