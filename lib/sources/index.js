@@ -12,7 +12,6 @@
  * @typedef {object} Tick
  * @property {Map<string, number>} resources process.getActiveResourcesInfo() counted by type
  *   (empty when the Node version lacks it or it failed)
- * @property {RawPoint[]} [points] the points of the samplers sampled before this one in this tick
  * @property {LoopReading} [loop] the event-loop source's reading of the interval (it samples first;
  *   the blockers capture's start reads it)
  */
