@@ -8,6 +8,11 @@
 //                               [--count 500] [--repeat 5] [--warmup 65] [--no-series] [--no-count]
 //                               [--profile DIR [--live | --all]] [--dump DIR]
 //   node bench/steady-memory.js --raw [--minutes 10] [--nodes 20,22,24,26] [--parallel 2] [--cpu 0] [--save DIR] [--twin]
+//   node bench/steady-memory.js --kept [--samples 80] [--warmup 65] [--nodes 20,24]
+//
+// --kept: what one sample keeps under the traffic (the app's MODE=kept): the agent's two children
+// a major, --samples times a full GC, one sampleNow() and a minor GC; the young generation's growth
+// (what the next scavenges copy) and the heap's, median (quartiles).
 //
 // The app (bench/fixtures/steady-app.js) serves HTTP to itself 500 times a second on keep-alive
 // and makes 200 dns.lookup()s a second over 50 names n0.steady.bench ... answered by a private
@@ -60,7 +65,7 @@ const APP = path.join(__dirname, 'fixtures', 'steady-app.js');
 const NAMES = 50;
 
 function parseArgs(argv) {
-  const opts = { minutes: 3, every: 5, nodes: [20, 24], scrape: 15, count: 500, repeat: 5, warmup: 65, series: true, counts: true, profile: null, live: false, all: false, dump: null, raw: false, cpu: null, parallel: 1, save: null };
+  const opts = { minutes: 3, every: 5, nodes: [20, 24], scrape: 15, count: 500, repeat: 5, warmup: 65, series: true, counts: true, profile: null, live: false, all: false, dump: null, raw: false, cpu: null, parallel: 1, save: null, kept: false, samples: 80 };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--no-series') opts.series = false;
     else if (argv[i] === '--raw') opts.raw = true;
@@ -68,8 +73,9 @@ function parseArgs(argv) {
     else if (argv[i] === '--no-count') opts.counts = false;
     else if (argv[i] === '--live') opts.live = true;
     else if (argv[i] === '--all') opts.all = true;
+    else if (argv[i] === '--kept') opts.kept = true;
     else {
-      const m = /^--(minutes|every|nodes|scrape|count|repeat|warmup|profile|dump|cpu|parallel|save)(?:=(.*))?$/.exec(argv[i]);
+      const m = /^--(minutes|every|nodes|scrape|count|repeat|warmup|profile|dump|cpu|parallel|save|samples)(?:=(.*))?$/.exec(argv[i]);
       if (!m) throw new Error(`unknown argument ${argv[i]} (see the top of ${__filename})`);
       const v = m[2] !== undefined ? m[2] : argv[++i];
       opts[m[1]] = m[1] === 'nodes' ? v.split(',').map(Number) : m[1] === 'profile' || m[1] === 'dump' || m[1] === 'save' ? path.resolve(v) : m[1] === 'cpu' ? v : Number(v);
@@ -78,6 +84,8 @@ function parseArgs(argv) {
   // The raw series' children share CPU 0 unless told otherwise (another bench may use the rest).
   if (opts.raw && opts.cpu === null) opts.cpu = '0';
   if (opts.raw) opts.counts = false;
+  // --kept: that mode alone (the agent's two children a major, under the traffic).
+  if (opts.kept) [opts.series, opts.counts] = [false, false];
   if (opts.twin && !opts.raw) throw new Error('--twin is for --raw');
   if (opts.twin) VARIANTS.push({ label: 'without, twin', agent: false });
   return opts;
@@ -353,7 +361,7 @@ async function main() {
   const namespace = support.ok;
   if (!namespace) console.log(`no private mount namespace (${support.reason}): the children look up localhost`);
   const children = new Children();
-  const bound = Math.ceil(opts.nodes.length / opts.parallel) * (opts.series ? opts.minutes * 60 + 20 : 0) + opts.nodes.length * (opts.counts ? opts.warmup + 60 + 30 * opts.repeat : 0) + 120;
+  const bound = Math.ceil(opts.nodes.length / opts.parallel) * (opts.series ? opts.minutes * 60 + 20 : 0) + opts.nodes.length * (opts.counts ? opts.warmup + 60 + 30 * opts.repeat : 0) + opts.nodes.length * (opts.kept ? keptSeconds(opts) : 0) + 120;
   const dog = watchdog('bench/steady-memory.js', bound * 1000, () => children);
   process.once('SIGINT', () => {
     children.killAll();
@@ -389,6 +397,16 @@ async function main() {
     for (const major of opts.nodes) {
       const node = nodeBinary(major);
       const version = versionOf(major);
+      if (opts.kept) {
+        console.log(`\nnode ${version}: bytes one sample keeps under the traffic (after ${opts.warmup} s: two full GCs, one sampleNow(), a minor GC; ${opts.samples} samples), median (quartiles)`);
+        const env = { WARMUP: String(opts.warmup), SAMPLES: String(opts.samples) };
+        const results = await Promise.all(VARIANTS.slice(1).map((variant) => runChild(children, { node, variant, mode: 'kept', env, timeoutMs: keptSeconds(opts) * 1000, namespace, cpu: opts.cpu })));
+        for (const [i, r] of results.entries()) {
+          const k = (r.lines.find((l) => l.kept) || {}).kept;
+          if (!k) throw new Error(`${VARIANTS[i + 1].label}: no kept line`);
+          console.log(`  ${VARIANTS[i + 1].label.padEnd(13)} young ${quartiles(k.young)}   all ${quartiles(k.all)}`);
+        }
+      }
       if (opts.counts) {
         console.log(`\nnode ${version}: bytes the agent allocates (per sample and per second at 1 s and 100 ms; per event at 1 s), ${opts.count} events a window`);
         const env = { COUNT: String(opts.count), REPEAT: String(opts.repeat), WARMUP: String(opts.warmup) };
@@ -404,6 +422,18 @@ async function main() {
     clearTimeout(dog);
     children.killAll();
   }
+}
+
+// --kept: a child's warm-up and samples (each 150 to 250 ms apart, plus its GCs), with a margin.
+function keptSeconds(opts) {
+  return opts.warmup + opts.samples + 60;
+}
+
+/** @param {number[]} values */
+function quartiles(values) {
+  const v = [...values].sort((a, b) => a - b);
+  const at = (q) => v[Math.floor(q * (v.length - 1))];
+  return `${at(0.5)} B (${at(0.25)} to ${at(0.75)})`;
 }
 
 main().catch((err) => {

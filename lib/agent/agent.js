@@ -140,7 +140,7 @@ class Agent {
    */
   sampleNow() {
     this.#startRest();
-    const { countResources, samplePoints, collectDetails, endIntervals, errorPoints, reuseFrozen } = lazy.sampling;
+    const { countResources, samplePoints, collectDetails, endIntervals, errorPoints, exactPoints, reuseFrozen } = lazy.sampling;
     const samplers = this.#samplers;
     const tick = { resources: countResources() };
     const previous = this.#latest;
@@ -154,9 +154,8 @@ class Agent {
     if (resolver) details.resolver = resolver;
     const findings = this.#evaluateFindings(time, points, details);
     const signals = this.#signals();
-    points.push(...errorPoints());
     // Frozen whole; the parts equal to the previous snapshot's are its (lib/agent/sampling.js).
-    const snapshot = reuseFrozen(previous, { time, intervalMs: this.#options.intervalMs, points, details, findings, signals });
+    const snapshot = reuseFrozen(previous, { time, intervalMs: this.#options.intervalMs, points: exactPoints(points, errorPoints()), details, findings, signals });
     this.#latest = snapshot;
     if (this.#history) this.#safely('page', () => this.#history.add(snapshot));
     this.#exportAll(snapshot);

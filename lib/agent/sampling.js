@@ -123,6 +123,23 @@ function endIntervals(samplers) {
 }
 
 /**
+ * The snapshot's points: the samplers' and the error points, in an array of exactly their length.
+ * The array the samplers' points were pushed into has the slack its growth left (a third of it at
+ * 150 points: 1,830 bytes where 1,220 hold them), and the snapshot's array lives until the next
+ * sample, surviving V8's scavenges in between; the pushed one dies at once.
+ * @param {readonly object[]} points
+ * @param {readonly object[]} errors
+ * @returns {object[]}
+ */
+function exactPoints(points, errors) {
+  const n = points.length;
+  const out = new Array(n + errors.length);
+  for (let i = 0; i < n; i++) out[i] = points[i];
+  for (let i = 0; i < errors.length; i++) out[n + i] = errors[i];
+  return out;
+}
+
+/**
  * uvscope.errors: failures inside uvscope so far, by component.
  * @returns {object[]} frozen points
  */
@@ -213,4 +230,4 @@ function countKeys(o) {
 /** @type {readonly object[]} */
 const NO_POINTS = Object.freeze([]);
 
-module.exports = { countResources, samplePoints, collectDetails, endIntervals, errorPoints, deepFreeze, reuseFrozen };
+module.exports = { countResources, samplePoints, collectDetails, endIntervals, errorPoints, exactPoints, deepFreeze, reuseFrozen };

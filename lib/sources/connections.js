@@ -61,6 +61,8 @@ class ConnectionsSampler {
   #requests = [];
   /** @type {Map<string, { requests: number, newConnections: number }>} host -> figures for this interval */
   #hosts = new Map();
+  /** Hosts with a request in this interval (those in #hosts with requests > 0), at most MAX_HOSTS. */
+  #activeHosts = 0;
   /** Sockets that have carried a request: a request on one of these reuses a connection. */
   #used = new WeakSet();
   #interval = newInterval();
@@ -102,9 +104,10 @@ class ConnectionsSampler {
     if (!reused) this.#interval.newConnections++;
     if (!host) return;
     let h = this.#hosts.get(host);
-    if (!h) {
-      if (this.#hosts.size >= MAX_HOSTS) return;
-      this.#hosts.set(host, (h = { requests: 0, newConnections: 0 }));
+    if (!h || h.requests === 0) {
+      if (this.#activeHosts >= MAX_HOSTS) return;
+      if (!h) this.#hosts.set(host, (h = { requests: 0, newConnections: 0 }));
+      this.#activeHosts++;
     }
     h.requests++;
     if (!reused) h.newConnections++;
@@ -169,14 +172,37 @@ class ConnectionsSampler {
    * @returns {ConnectionsDetails}
    */
   details() {
-    return { ...this.#interval, hosts: [...this.#hosts].map(([host, h]) => ({ host, ...h })) };
+    const i = this.#interval;
+    /** @type {ConnectionsDetails['hosts']} */
+    const hosts = [];
+    this.#hosts.forEach((h, host) => {
+      if (h.requests > 0) hosts.push({ host, requests: h.requests, newConnections: h.newConnections });
+    });
+    return { connections: i.connections, connectSeconds: i.connectSeconds, requests: i.requests, newConnections: i.newConnections, hosts };
   }
 
-  /** Start a new interval. */
+  /**
+   * Start a new interval: the figures zeroed in place, not made again (an object each, and a new
+   * table for the hosts' Map, that lived until the next sample: ~300 bytes a sample surviving V8's
+   * scavenges in between). A host with no request in the interval that ends is dropped, so the Map
+   * holds at most the last interval's hosts and this one's.
+   */
   endInterval() {
-    this.#interval = newInterval();
-    this.#hosts.clear();
+    const i = this.#interval;
+    i.connections = 0;
+    i.connectSeconds = 0;
+    i.requests = 0;
+    i.newConnections = 0;
+    this.#hosts.forEach(this.#resetHost);
+    this.#activeHosts = 0;
   }
+
+  /** @type {(h: { requests: number, newConnections: number }, host: string, hosts: Map<string, any>) => void} */
+  #resetHost = (h, host, hosts) => {
+    if (h.requests === 0) hosts.delete(host);
+    h.requests = 0;
+    h.newConnections = 0;
+  };
 
   /** Drops its channel subscriptions. */
   close() {

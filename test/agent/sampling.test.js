@@ -2,7 +2,7 @@
 
 const assert = require('node:assert/strict');
 const { ROOT, runNode, lastJson } = require('../helpers/child');
-const { reuseFrozen, samplePoints } = require('../../lib/agent/sampling');
+const { reuseFrozen, samplePoints, exactPoints } = require('../../lib/agent/sampling');
 
 // A frozen object and every object in it frozen.
 function deeplyFrozen(o) {
@@ -11,6 +11,19 @@ function deeplyFrozen(o) {
   for (const k in o) if (!deeplyFrozen(o[k])) return false;
   return true;
 }
+
+describe('agent/sampling exactPoints', () => {
+  it('the samplers\' points then the error points, in an array of exactly their length, whatever its parts were grown to', () => {
+    const points = [];
+    for (let i = 0; i < 150; i++) points.push({ name: 'p', attributes: {}, value: i });
+    const errors = [{ name: 'uvscope.errors', attributes: {}, value: 1 }];
+    const out = exactPoints(points, errors);
+    assert.equal(out.length, 151);
+    assert.deepEqual(out, [...points, ...errors]);
+    assert.ok(out.every((p, i) => p === (i < 150 ? points[i] : errors[0])), 'the same objects');
+    assert.deepEqual(exactPoints([], []), []);
+  });
+});
 
 describe('agent/sampling reuseFrozen', () => {
   const fresh = () => ({

@@ -81,6 +81,54 @@ describe('samplers/connections', function () {
     assert.ok(tcp.sum / tcp.count < 0.05, `loopback connect ${tcp.sum / tcp.count} s`);
   });
 
+  it('lists each interval the hosts that had a request in it, with their own counts, at most 100 of them', async () => {
+    const http = require('http');
+    const { createConnectionsSampler } = require('../../lib/sources/connections');
+    const server = http.createServer((req, res) => res.end('ok'));
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = /** @type {import('net').AddressInfo} */ (server.address());
+    const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const sampler = createConnectionsSampler();
+    // A name the test's own lookup answers (no DNS): the sampler keys a host by the request's host.
+    const get = (host, agent = keepAlive) => new Promise((resolve, reject) => {
+      http.get({ host, port, agent, lookup: (name, opts, cb) => (opts && opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4)) }, (res) => res.resume().on('end', resolve)).on('error', reject);
+    });
+    const hosts = () => sampler.details().hosts.map((h) => `${h.host}:${h.requests}/${h.newConnections}`).sort();
+    try {
+      for (let i = 0; i < 3; i++) await get('a.conn.test');
+      await get('b.conn.test');
+      const first = sampler.details();
+      assert.deepEqual(hosts(), ['a.conn.test:3/1', 'b.conn.test:1/1']);
+      sampler.endInterval();
+      // What an interval's details() gave stays as it was: a copy, not the sampler's figures.
+      assert.deepEqual(first.hosts.map((h) => h.requests), [3, 1]);
+      assert.equal(first.requests, 4);
+      await get('b.conn.test');
+      await get('b.conn.test');
+      assert.deepEqual(hosts(), ['b.conn.test:2/0'], 'a host without a request in the interval is not listed');
+      assert.equal(sampler.details().requests, 2);
+      sampler.endInterval();
+      assert.deepEqual(hosts(), []);
+      sampler.endInterval();
+      await get('a.conn.test');
+      assert.deepEqual(hosts(), ['a.conn.test:1/0'], 'counted afresh on its keep-alive socket');
+      sampler.endInterval();
+      // The bound is on the hosts of one interval: 101 hosts, 100 listed (the requests all counted);
+      // the next interval's new host is listed although the last interval's hundred were.
+      const noKeepAlive = new http.Agent({ keepAlive: false });
+      for (let i = 0; i <= 100; i++) await get(`h${i}.conn.test`, noKeepAlive);
+      assert.equal(sampler.details().hosts.length, 100);
+      assert.equal(sampler.details().requests, 101);
+      sampler.endInterval();
+      await get('late.conn.test', noKeepAlive);
+      assert.deepEqual(hosts(), ['late.conn.test:1/1']);
+    } finally {
+      sampler.close();
+      keepAlive.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   describe('against a DNS server the test controls', function () {
     const server = withDnsServer({ address: '127.0.14.1', names: { 'conn.slow.test': { a: '127.0.0.1', delayMs: 150 } } });
 

@@ -47,4 +47,23 @@ describe('samplers/resources', () => {
     const points = createResourcesSampler().sample({ resources: new Map() });
     assert.equal(find(points, 'nodejs.uv.requests.active', 'GetAddrInfoReqWrap'), 0);
   });
+
+  it('past 256 types of a kind, reports the others while they are there and drops them once gone; each sample counts afresh', () => {
+    const sampler = createResourcesSampler();
+    const types = Array.from({ length: 300 }, (_, i) => `Type${i}Wrap`);
+    const handles = (points) => points.filter((p) => p.name === 'nodejs.uv.handles.active');
+    const all = handles(sampler.sample({ resources: new Map(types.map((t, i) => [t, i + 1])) }));
+    assert.equal(all.length, 300);
+    assert.equal(all.reduce((a, p) => a + p.value, 0), (300 * 301) / 2);
+    // Only Type0Wrap left, with 7: the 255 other types seen report 0, the 44 past the bound nothing.
+    const after = handles(sampler.sample({ resources: new Map([['Type0Wrap', 7]]) }));
+    assert.equal(after.length, 256);
+    assert.equal(find(after, 'nodejs.uv.handles.active', 'Type0Wrap'), 7);
+    assert.equal(after.reduce((a, p) => a + p.value, 0), 7);
+    assert.equal(after.filter((p) => p.attributes['nodejs.uv.handle.type'] === 'Type299Wrap').length, 0);
+    // Back, with another count: read from this sample, not added to the last.
+    const back = handles(sampler.sample({ resources: new Map([['Type299Wrap', 2]]) }));
+    assert.equal(find(back, 'nodejs.uv.handles.active', 'Type299Wrap'), 2);
+    assert.equal(find(back, 'nodejs.uv.handles.active', 'Type0Wrap'), 0);
+  });
 });

@@ -50,6 +50,49 @@ describe('sources/threadpool/pool-threads: the task directory before the pool st
     pool.close();
   });
 
+  it('each reading the rates since the one before, over the threads seen both times, through many readings and a thread that goes', () => {
+    let ns = 0n;
+    const pool = createPoolThreads({ root, hrtime: () => ns });
+    addThread(root, 2, 'libuv-worker', 0);
+    addThread(root, 3, 'libuv-worker', 0);
+    const stat = (tid, runNs, waitNs, slices) => fs.writeFileSync(path.join(root, String(tid), 'schedstat'), `${runNs} ${waitNs} ${slices}\n`);
+    stat(2, 0, 0, 0);
+    stat(3, 0, 0, 0);
+    assert.match(pool.read().reason, /first reading/);
+    // Thread 2 computes 0.25 s a second, thread 3 0.5 s and waits 0.1 s over 10 arrivals: the
+    // readings must each see one second's differences, whichever Map held the reading before.
+    for (let s = 1; s <= 5; s++) {
+      ns += 1000000000n;
+      stat(2, s * 250000000, 0, s * 4);
+      stat(3, s * 500000000, s * 100000000, s * 10);
+      const r = pool.read();
+      assert.equal(r.threads, 2, `reading ${s}`);
+      assert.equal(r.computing, 0.75, `reading ${s}`);
+      assert.equal(r.runnable, 0.1, `reading ${s}`);
+      assert.equal(r.schedulings, 14, `reading ${s}`);
+    }
+    // Thread 3 gone: the directory's test copy is listed at each reading (not /proc), so the next
+    // reading has thread 2 alone, over its own second.
+    fs.rmSync(path.join(root, '3'), { recursive: true });
+    ns += 2000000000n;
+    stat(2, 5 * 250000000 + 1000000000, 0, 5 * 4 + 2);
+    const alone = pool.read();
+    assert.equal(alone.threads, 1);
+    assert.equal(alone.computing, 0.5);
+    assert.equal(alone.runnable, 0);
+    assert.equal(alone.schedulings, 1);
+    // A thread that comes with CPU time already: not counted in the reading that first sees it.
+    addThread(root, 5, 'libuv-worker', 9000000000);
+    ns += 1000000000n;
+    const joined = pool.read();
+    assert.equal(joined.threads, 2);
+    assert.equal(joined.computing, 0);
+    ns += 1000000000n;
+    stat(5, 9500000000, 0, 1);
+    assert.equal(pool.read().computing, 0.5);
+    pool.close();
+  });
+
   it('does not list the directory while its link count stays (an entry that is not a directory is not seen)', () => {
     const pool = createPoolThreads({ root, hrtime: () => 0n });
     assertNone(pool.read());
