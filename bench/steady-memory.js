@@ -35,7 +35,9 @@
 // run on --cpu (0 by default: taskset), --parallel majors at once; --save DIR writes each major's
 // readings and GCs to DIR/node<major>.json; --twin adds a fourth child, the app without the agent
 // once more ("without, twin"), whose difference to without is the run's own noise (the A/A
-// check: V8 sizes two identical processes' young generations apart too). No count mode.
+// check: V8 sizes two identical processes' young generations apart too). Then, over every
+// reading after the first minute, the median of agent minus without and of its parts, and the
+// share of readings above +5 and +8 MiB (printMedians). No count mode.
 //
 // Count: bytes allocated, the growth of used_heap_size over a window where no GC runs (after a
 // full GC; a 64 MiB semi-space, and a PerformanceObserver that sees every GC: a window with one is
@@ -305,6 +307,41 @@ function printRaw(results, opts) {
     const armed = r.lines.find((p) => p.armings > 0);
     const arming = !VARIANTS[i].agent ? '' : `; blockers capture ${armed ? `started by the reading at ${armed.t.toFixed(0)} s (${r.lines[r.lines.length - 1].armings} start(s) by the end; by ${JSON.stringify(armed.armedBy)})` : 'never started'}`;
     console.log(`  ${VARIANTS[i].label.padEnd(13)} served ${(r.totals.requests / seconds).toFixed(0)} requests/s, ${(r.totals.lookups / seconds).toFixed(0)} lookups/s (asked 500, 200), ${r.totals.errors} errors; young generation changed by the reading at ${grew}; survived young GCs ${mib(early)} MiB in the first minute, ${((survivedPerSecond(r) || 0) / 1024).toFixed(1)} KB/s after; full GCs at ${fulls}${arming}`);
+  }
+  printMedians(results);
+}
+
+/**
+ * Over every reading after the first minute (not one point: V8 shrinks and regrows the young
+ * generation about 100 s after each mark-compact, so a point is decided by where each process is
+ * in that cycle, and two identical ones are often apart), each variant minus without: the median
+ * of RSS and of its parts (the young generation's resident pages, the rest of V8's heap, what is
+ * left: native memory), and the share of readings above +5 and +8 MiB (the twin's is the run's
+ * own rate of misses at a point).
+ * @param {any[]} results
+ */
+function printMedians(results) {
+  const base = results[0];
+  const nearest = (xs, t) => xs.reduce((b, x) => (Math.abs(x.t - t) < Math.abs(b.t - t) ? x : b));
+  const median = (d) => [...d].sort((a, b) => a - b)[Math.floor((d.length - 1) / 2)];
+  const sign = (d) => `${d >= 0 ? '+' : ''}${mib(d)}`;
+  console.log('  after the first minute, each reading minus without\'s nearest (medians; the share of readings above +5 and +8 MiB):');
+  for (const [i, r] of results.entries()) {
+    if (i === 0) continue;
+    const parts = { rss: [], young: [], heap: [], native: [] };
+    for (const o of r.outside) {
+      if (o.t < 60) continue;
+      const b = nearest(base.outside, o.t);
+      const l = nearest(r.lines, o.t);
+      const bl = nearest(base.lines, o.t);
+      parts.rss.push(o.rss - b.rss);
+      parts.young.push(l.youngPhysical - bl.youngPhysical);
+      parts.heap.push(l.heapPhysical - bl.heapPhysical);
+      parts.native.push((o.rss - l.youngPhysical - l.heapPhysical) - (b.rss - bl.youngPhysical - bl.heapPhysical));
+    }
+    if (parts.rss.length === 0) continue;
+    const above = (mb) => `${Math.round((100 * parts.rss.filter((d) => d > mb * 1048576).length) / parts.rss.length)} %`;
+    console.log(`  ${VARIANTS[i].label.padEnd(13)} RSS ${sign(median(parts.rss))} MiB: young generation ${sign(median(parts.young))}, rest of the heap ${sign(median(parts.heap))}, native ${sign(median(parts.native))} (medians of each); above +5: ${above(5)}, above +8: ${above(8)} of ${parts.rss.length} readings`);
   }
 }
 
